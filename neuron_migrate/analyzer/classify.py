@@ -1,0 +1,307 @@
+"""Classification: sites in, findings out.
+
+torch_xla uses and XLA idioms are classified by the rules (the same rules the codemod applies);
+torch ops and APIs through the API->aten map and the versioned compatibility matrix.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from neuron_migrate.analyzer.sites import Site
+from neuron_migrate.findings import Finding, fingerprint
+from neuron_migrate.matrix import Matrix
+from neuron_migrate.matrix.api_map import ApiMap
+from neuron_migrate.ruleset import Rule, RuleSet
+
+_XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
+_FLOAT64_NAMES = frozenset(
+    {"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"}
+)
+_FLOAT64_METHODS = frozenset({"double"})
+_MEMORY_FORMATS = {"torch.channels_last": "channels_last", "torch.channels_last_3d": "channels_last"}
+_STATUS_RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
+_SEVERITY = {
+    "unsupported": "error",
+    "cpu_fallback": "warning",
+    "float64": "warning",
+    "xla": "warning",
+    "advice": "warning",
+    "native": "info",
+}
+# Tensor methods that are called for their effect; anything else whose value is thrown away
+# (`names.sort()`, `parts.index(x)`) is a list/str/dict method, not a Tensor's.
+_EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "retain_grad"})
+
+
+@dataclass
+class Context:
+    """What classification reads: the matrix for the target, the API map, the rules."""
+
+    matrix: Matrix
+    api_map: ApiMap
+    rules: RuleSet
+
+
+@dataclass
+class FileClassification:
+    findings: list[Finding] = field(default_factory=list)
+    unmapped_apis: Counter[str] = field(default_factory=Counter)
+
+
+class _Classifier:
+    def __init__(self, ctx: Context, path: str, lines: list[str], imports_torch: bool) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.lines = lines
+        self.imports_torch = imports_torch
+        self.out = FileClassification()
+
+    # -- building findings ----------------------------------------------------------------
+
+    def add(
+        self,
+        site: Site,
+        rule: Rule,
+        *,
+        category: str,
+        status: str,
+        api: str,
+        message: str,
+        aten: tuple[str, ...] = (),
+        replacement: str | None = None,
+        fixable: bool = False,
+        confidence: str = "high",
+    ) -> None:
+        snippet = self.lines[site.line - 1].strip() if site.line - 1 < len(self.lines) else ""
+        self.out.findings.append(
+            Finding(
+                code=rule.code,
+                category=category,
+                status=status,
+                severity=_SEVERITY[status],
+                path=self.path,
+                line=site.line,
+                col=site.col,
+                end_line=site.end_line,
+                end_col=site.end_col,
+                api=api,
+                message=message,
+                aten=aten,
+                replacement=replacement,
+                fixable=fixable,
+                confidence=confidence,  # type: ignore[arg-type]
+                snippet=snippet,
+            )
+        )
+
+    def add_rule_finding(self, site: Site, rule: Rule, api: str, category: str) -> None:
+        if site.ambiguous:
+            ambiguous = self.ctx.rules.for_analyzer("ambiguous-name")
+            meanings = ", ".join(m for m in site.ambiguous)
+            self.add(
+                site,
+                ambiguous,
+                category="ambiguous",
+                status="xla",
+                api=api,
+                message=f"name has several possible meanings ({meanings}); left for a person",
+            )
+            return
+        self.add(
+            site,
+            rule,
+            category=category,
+            status="xla",
+            api=api,
+            message=rule.summary,
+            replacement=rule.replacement,
+            fixable=rule.has_rewrite,
+        )
+
+    # -- per site kind ----------------------------------------------------------------------
+
+    def classify(self, site: Site) -> None:
+        if site.kind == "import":
+            self.classify_import(site)
+        elif site.kind == "idiom":
+            rule = self.ctx.rules.for_idiom(site.idiom or "", site.detail)
+            if rule is not None:
+                api = f"{site.idiom}:{site.detail}" if site.detail else site.idiom or ""
+                self.add_rule_finding(site, rule, api, "xla_idiom")
+        elif site.kind == "method":
+            if self.imports_torch:
+                self.classify_method(site)
+        elif site.qualname:
+            root = site.qualname.partition(".")[0]
+            if root in _XLA_ROOTS:
+                rule = self.ctx.rules.for_qualname(site.qualname)
+                if rule is not None:
+                    self.add_rule_finding(site, rule, site.qualname, "torch_xla")
+            elif root in ("torch", "functorch"):
+                self.classify_torch(site, site.qualname)
+
+    def classify_import(self, site: Site) -> None:
+        # A used import is reported through its uses; an unused one is a side-effect import
+        # (`import torch_xla.distributed.xla_backend` registers the 'xla' process group).
+        if site.used or not site.qualname:
+            return
+        rule = self.ctx.rules.for_qualname(site.qualname)
+        if rule is not None:
+            self.add_rule_finding(site, rule, site.qualname, "torch_xla")
+
+    def classify_torch(self, site: Site, qualname: str) -> None:
+        ctx = self.ctx
+        if qualname.startswith("functorch"):
+            qualname = "torch.func" + qualname[len("functorch") :]
+        namespace = ctx.matrix.namespace_status(qualname)
+        if namespace is not None:
+            partial = namespace.namespace == "torch.fft"
+            self.add(
+                site,
+                ctx.rules.for_analyzer("fft-partial" if partial else "unsupported-namespace"),
+                category="namespace",
+                status=namespace.status,
+                api=qualname,
+                message=f"{qualname}: {namespace.status} on torch-neuronx {ctx.matrix.version}"
+                f"{' (' + namespace.note + ')' if namespace.note else ''} [{namespace.source}]",
+            )
+            return
+        if qualname in _FLOAT64_NAMES:
+            self.add_float64(site, qualname)
+            return
+        if qualname in _MEMORY_FORMATS:
+            rule = ctx.matrix.memory_format_status(_MEMORY_FORMATS[qualname])
+            if rule is not None:
+                self.add(
+                    site,
+                    ctx.rules.for_analyzer("channels-last-refused"),
+                    category="memory_format",
+                    status=rule.status,
+                    api=qualname,
+                    message=f"{rule.message} [{rule.source}]",
+                    replacement="torch.contiguous_format",
+                )
+            return
+        if qualname == "torch.compile" and site.kind == "call":
+            self.classify_compile(site)
+        aten = ctx.api_map.aten_for(qualname)
+        if aten is None:
+            if site.kind == "call":
+                self.out.unmapped_apis[qualname] += 1
+            return
+        self.add_op(site, qualname, aten, "high")
+
+    def classify_method(self, site: Site) -> None:
+        name = site.detail or ""
+        if site.discarded and not name.endswith("_") and name not in _EFFECT_METHODS:
+            return
+        if name in _FLOAT64_METHODS:
+            self.add_float64(site, f"Tensor.{name}", confidence="low")
+            return
+        aten = self.ctx.api_map.aten_for_tensor_method(name)
+        if aten is not None:
+            self.add_op(site, f"Tensor.{name}", aten, "low")
+
+    def add_float64(self, site: Site, api: str, confidence: str = "high") -> None:
+        rule = self.ctx.matrix.dtype_rule("float64")
+        runs_as = rule.runs_as if rule else "float32"
+        source = rule.source if rule else "unknown"
+        self.add(
+            site,
+            self.ctx.rules.for_analyzer("float64-as-float32"),
+            category="dtype",
+            status="float64",
+            api=api,
+            message=f"float64 runs as {runs_as} on the device: precision is lost [{source}]",
+            replacement="torch.float32 (or keep the float64 math on CPU)",
+            confidence=confidence,
+        )
+
+    def add_op(self, site: Site, api: str, aten: tuple[str, ...], confidence: str) -> None:
+        matrix = self.ctx.matrix
+        verdicts = [matrix.op_status(op) for op in aten]
+        worst = max(verdicts, key=lambda v: _STATUS_RANK.get(v.status, 0), default=None)
+        status = worst.status if worst else "native"
+        if status == "native":
+            detail = "native"
+        else:
+            offenders = sorted({v.op for v in verdicts if v.status == status})
+            detail = f"{status} ({', '.join(offenders)})"
+        sources = sorted({v.source for v in verdicts if v.status == status})
+        self.add(
+            site,
+            self.ctx.rules.for_analyzer(f"op-{status.replace('_', '-')}"),
+            category="op",
+            status=status,
+            api=api,
+            message=f"{api}: {detail} on torch-neuronx {matrix.version} [{', '.join(sources)}]",
+            aten=aten,
+            confidence=confidence,
+        )
+
+    def classify_compile(self, site: Site) -> None:
+        kwargs = dict(site.kwargs)
+        rules = self.ctx.rules
+        compile_rules = self.ctx.matrix.compile
+        dynamic = kwargs.get("dynamic", "<absent>")
+        if dynamic == "True":
+            self.add(
+                site,
+                rules.for_analyzer("compile-dynamic-true"),
+                category="compile",
+                status="unsupported",
+                api="torch.compile",
+                message="torch.compile(dynamic=True) is rejected by the neuron backend "
+                f"[{compile_rules.source}]",
+                replacement="dynamic=False",
+            )
+        elif dynamic != "False":
+            self.add(
+                site,
+                rules.for_analyzer("compile-without-dynamic-false"),
+                category="compile",
+                status="advice",
+                api="torch.compile",
+                message="torch.compile without dynamic=False: the neuron backend compiles "
+                f"static shapes only; pass dynamic=False [{compile_rules.source}]",
+                replacement="dynamic=False",
+            )
+        mode = kwargs.get("mode")
+        if "mode" in kwargs and mode not in (repr(m) for m in compile_rules.modes_with_effect):
+            self.add(
+                site,
+                rules.for_analyzer("compile-mode-ignored"),
+                category="compile",
+                status="advice",
+                api="torch.compile",
+                message=f"torch.compile(mode={mode}) has no effect on the neuron backend: only "
+                f"{', '.join(compile_rules.modes_with_effect)} [{compile_rules.source}]",
+            )
+
+
+def classify_sites(
+    ctx: Context, path: str, source: str, sites: list[Site]
+) -> FileClassification:
+    lines = source.splitlines()
+    imports_torch = any(
+        s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
+    )
+    classifier = _Classifier(ctx, path, lines, imports_torch)
+    for site in sites:
+        classifier.classify(site)
+    out = classifier.out
+    out.findings = _with_fingerprints(out.findings)
+    return out
+
+
+def _with_fingerprints(findings: list[Finding]) -> list[Finding]:
+    seen: Counter[tuple[str, str, str]] = Counter()
+    stamped = []
+    for f in findings:
+        key = (f.code, f.api, " ".join(f.snippet.split()))
+        occurrence = seen[key]
+        seen[key] += 1
+        stamped.append(replace(f, fingerprint=fingerprint(f.path, f.code, f.api, f.snippet, occurrence)))
+    return stamped

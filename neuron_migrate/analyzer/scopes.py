@@ -1,0 +1,381 @@
+"""The name model: which imported qualified name (if any) each name in a module refers to.
+
+One walk over a stdlib ``ast`` tree builds Python's scopes (module, class, function, lambda,
+comprehension) with every binding in each, and records every loaded name with the scope it is
+read in. Resolution then follows Python's rules (LEGB, class scopes invisible to nested
+functions, ``global``/``nonlocal``). It is flow-insensitive like Python's own compiler: a name
+bound anywhere in a function is local to all of it, and an import under ``if``/``try`` binds in
+the enclosing scope.
+
+Each name resolves to a set of meanings. One imported qualified name is a clean resolution;
+several (``from a import f`` in one branch, ``def f`` in another) make the name *ambiguous*: it
+is reported, never rewritten. ``x = None`` -- the usual placeholder in
+``try: import torch_xla ... except ImportError: xm = None`` -- adds no meaning.
+
+The scan and the codemod share this model; nothing else resolves names.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+# A binding that is not an import: a def, a class, a parameter, an assignment of a value.
+LOCAL = "<local>"
+
+_FUNCTION_LIKE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_AVAILABILITY_WORDS = ("xla", "neuron", "tpu")
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+@dataclass(eq=False)
+class Binding:
+    """One place where a name is bound in a scope."""
+
+    kind: str  # "import" | "alias" | "local" | "none"
+    qualname: str | None = None  # for imports: the module or object imported
+    alias_of: ast.expr | None = None  # for `f = xm.mark_step`: the expression aliased
+    node: ast.AST | None = None  # the statement or alias node that binds
+    guarded: bool = False
+    used: bool = False
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # "module" | "class" | "function" | "comprehension"
+    parent: Scope | None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    global_names: set[str] = field(default_factory=set)
+    nonlocal_names: set[str] = field(default_factory=set)
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.bindings.setdefault(name, []).append(binding)
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """One imported name: `import a.b as m` or `from a import b as m`."""
+
+    alias: ast.alias
+    statement: ast.Import | ast.ImportFrom
+    scope: Scope
+    binding: Binding
+    module: str | None  # what is imported, in full; None for relative imports
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a name (or an attribute chain rooted at a name) means."""
+
+    qualnames: tuple[str, ...]  # distinct imported meanings, sorted
+    local: bool  # also (or only) bound to something that is not an import
+
+    @property
+    def qualname(self) -> str | None:
+        """The single imported meaning, or None when there is none or the name is ambiguous."""
+        if len(self.qualnames) == 1 and not self.local:
+            return self.qualnames[0]
+        return None
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.qualnames) > 1 or (bool(self.qualnames) and self.local)
+
+
+def _is_availability_test(test: ast.expr) -> bool:
+    """`if is_torch_xla_available():`, `if XLA_AVAILABLE:`, `if has_xla_support:` and the like."""
+    for node in ast.walk(test):
+        name = None
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+        if name and any(word in name.lower() for word in _AVAILABILITY_WORDS):
+            return True
+    return False
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names)
+
+
+class NameModel:
+    """Scopes, bindings and loaded names of one module, plus a parent map of its nodes."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.module_scope = Scope("module", None)
+        self.parents: dict[int, ast.AST] = {}
+        # Every loaded Name with the scope it is read in and whether it sits under a guard.
+        self.loads: list[tuple[ast.Name, Scope, bool]] = []
+        self.imports: list[ImportRecord] = []
+        self.guarded_nodes: set[int] = set()
+        self._resolving: set[int] = set()
+        _Builder(self).build(tree)
+
+    # -- resolution ---------------------------------------------------------------------------
+
+    def scope_binding(self, name: str, scope: Scope) -> Scope | None:
+        """The scope whose binding of `name` a load in `scope` sees, or None (builtin/unknown)."""
+        if name in scope.global_names:
+            return self.module_scope if name in self.module_scope.bindings else None
+        if name in scope.bindings:
+            return scope
+        current = scope.parent
+        while current is not None:
+            if current.kind != "class" and name in current.bindings:
+                return current
+            current = current.parent
+        return None
+
+    def resolve_name(self, name: str, scope: Scope, mark_used: bool = True) -> Resolution | None:
+        owner = self.scope_binding(name, scope)
+        if owner is None:
+            return None
+        qualnames: set[str] = set()
+        local = False
+        for binding in owner.bindings[name]:
+            if mark_used:
+                binding.used = True
+            if binding.kind == "import" and binding.qualname:
+                qualnames.add(binding.qualname)
+            elif binding.kind == "alias" and binding.alias_of is not None:
+                aliased = self._resolve_alias(binding.alias_of, owner)
+                if aliased is None or aliased.local:
+                    local = True
+                qualnames.update(aliased.qualnames if aliased else ())
+            elif binding.kind == "local":
+                local = True
+        if not qualnames and not local:
+            return None  # only `x = None` placeholders
+        return Resolution(tuple(sorted(qualnames)), local)
+
+    def _resolve_alias(self, expr: ast.expr, scope: Scope) -> Resolution | None:
+        if id(expr) in self._resolving:  # `a = b; b = a`
+            return None
+        self._resolving.add(id(expr))
+        try:
+            return self.resolve_chain(expr, scope, mark_used=False)
+        finally:
+            self._resolving.discard(id(expr))
+
+    def resolve_chain(
+        self, expr: ast.expr, scope: Scope, mark_used: bool = True
+    ) -> Resolution | None:
+        """Resolve `a.b.c` where `a` is a name: the meanings of `a`, each extended by `.b.c`."""
+        attrs: list[str] = []
+        node = expr
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.resolve_name(node.id, scope, mark_used)
+        if base is None:
+            return None
+        suffix = "".join("." + a for a in reversed(attrs))
+        return Resolution(tuple(q + suffix for q in base.qualnames), base.local)
+
+
+class _Builder:
+    """One iterative walk that fills a NameModel."""
+
+    def __init__(self, model: NameModel) -> None:
+        self.model = model
+
+    def build(self, tree: ast.Module) -> None:
+        model = self.model
+        parents = model.parents
+        # Stack of (node, scope, guarded). Children are pushed in reverse for source order.
+        stack: list[tuple[ast.AST, Scope, bool]] = [(tree, model.module_scope, False)]
+        while stack:
+            node, scope, guarded = stack.pop()
+            if guarded:
+                model.guarded_nodes.add(id(node))
+            children_scope = scope
+            children_guarded = guarded
+            kind = type(node)
+
+            if kind is ast.Name:
+                assert isinstance(node, ast.Name)
+                if isinstance(node.ctx, ast.Load):
+                    model.loads.append((node, scope, guarded))
+                else:
+                    self._bind_target_name(node, scope, parents.get(id(node)))
+                continue
+            if kind is ast.Import or kind is ast.ImportFrom:
+                self._bind_import(node, scope, guarded)  # type: ignore[arg-type]
+                continue
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                self._push_definition(node, scope, guarded, stack)  # type: ignore[arg-type]
+                continue
+            if kind is ast.Lambda:
+                assert isinstance(node, ast.Lambda)
+                inner = Scope("function", scope)
+                self._bind_arguments(node.args, inner, scope, guarded, stack, node)
+                self._push(node.body, node, inner, guarded, stack)
+                continue
+            if kind in _COMPREHENSIONS:
+                self._push_comprehension(node, scope, guarded, stack)
+                continue
+            if kind is ast.Global:
+                assert isinstance(node, ast.Global)
+                scope.global_names.update(node.names)
+                continue
+            if kind is ast.Nonlocal:
+                assert isinstance(node, ast.Nonlocal)
+                scope.nonlocal_names.update(node.names)
+                continue
+            if kind is ast.If:
+                assert isinstance(node, ast.If)
+                if _is_availability_test(node.test):
+                    children_guarded = True
+            elif kind is ast.Try or kind is getattr(ast, "TryStar", None):
+                assert isinstance(node, ast.Try)
+                if any(_catches_import_error(h) for h in node.handlers):
+                    children_guarded = True
+            elif kind is ast.ExceptHandler:
+                assert isinstance(node, ast.ExceptHandler)
+                if node.name:
+                    scope.bind(node.name, Binding("local", node=node, guarded=guarded))
+            elif kind is ast.MatchAs or kind is ast.MatchStar:
+                name = getattr(node, "name", None)
+                if name:
+                    scope.bind(name, Binding("local", node=node, guarded=guarded))
+            elif kind is ast.MatchMapping:
+                rest = getattr(node, "rest", None)
+                if rest:
+                    scope.bind(rest, Binding("local", node=node, guarded=guarded))
+
+            for child in reversed(list(ast.iter_child_nodes(node))):
+                parents[id(child)] = node
+                stack.append((child, children_scope, children_guarded))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _push(
+        self,
+        child: ast.AST,
+        parent: ast.AST,
+        scope: Scope,
+        guarded: bool,
+        stack: list[tuple[ast.AST, Scope, bool]],
+    ) -> None:
+        self.model.parents[id(child)] = parent
+        stack.append((child, scope, guarded))
+
+    def _target_scope(self, name: str, scope: Scope) -> Scope:
+        if name in scope.global_names:
+            return self.model.module_scope
+        if name in scope.nonlocal_names:
+            current = scope.parent
+            while current is not None:
+                if current.kind == "function" and name in current.bindings:
+                    return current
+                current = current.parent
+        return scope
+
+    def _bind_target_name(self, node: ast.Name, scope: Scope, parent: ast.AST | None) -> None:
+        binding = Binding("local", node=node, guarded=id(node) in self.model.guarded_nodes)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+            value = parent.value
+            if isinstance(value, ast.Constant) and value.value is None:
+                binding.kind = "none"
+            elif isinstance(value, (ast.Name, ast.Attribute)):
+                binding.kind = "alias"
+                binding.alias_of = value
+        if isinstance(node.ctx, ast.Del):
+            return
+        target = self._target_scope(node.id, scope)
+        target.bind(node.id, binding)
+
+    def _bind_import(self, node: ast.Import | ast.ImportFrom, scope: Scope, guarded: bool) -> None:
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                if alias.asname:
+                    local, qualname = alias.asname, alias.name
+                else:
+                    local = alias.name.partition(".")[0]
+                    qualname = local
+            else:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name
+                if node.level or not node.module:
+                    qualname = None  # relative import: the project's own code
+                else:
+                    qualname = f"{node.module}.{alias.name}"
+            kind = "import" if qualname else "local"
+            binding = Binding(kind, qualname=qualname, node=alias, guarded=guarded)
+            self._target_scope(local, scope).bind(local, binding)
+            self.model.parents[id(alias)] = node
+            # `import a.b.c` binds `a`, but the report names the module `a.b.c`.
+            module = alias.name if isinstance(node, ast.Import) else qualname
+            self.model.imports.append(ImportRecord(alias, node, scope, binding, module))
+
+    def _push_definition(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        scope: Scope,
+        guarded: bool,
+        stack: list[tuple[ast.AST, Scope, bool]],
+    ) -> None:
+        self._target_scope(node.name, scope).bind(
+            node.name, Binding("local", node=node, guarded=guarded)
+        )
+        # The body runs in a new scope; decorators, bases, defaults and annotations do not.
+        inner = Scope("class" if isinstance(node, ast.ClassDef) else "function", scope)
+        for stmt in reversed(node.body):
+            self._push(stmt, node, inner, guarded, stack)
+        if isinstance(node, ast.ClassDef):
+            for expr in [*node.bases, *(k.value for k in node.keywords)]:
+                self._push(expr, node, scope, guarded, stack)
+        else:
+            self._bind_arguments(node.args, inner, scope, guarded, stack, node)
+            if node.returns is not None:
+                self._push(node.returns, node, scope, guarded, stack)
+        for decorator in node.decorator_list:
+            self._push(decorator, node, scope, guarded, stack)
+
+    def _bind_arguments(
+        self,
+        args: ast.arguments,
+        inner: Scope,
+        outer: Scope,
+        guarded: bool,
+        stack: list[tuple[ast.AST, Scope, bool]],
+        owner: ast.AST,
+    ) -> None:
+        all_args = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if args.vararg:
+            all_args.append(args.vararg)
+        if args.kwarg:
+            all_args.append(args.kwarg)
+        for arg in all_args:
+            inner.bind(arg.arg, Binding("local", node=arg, guarded=guarded))
+            if arg.annotation is not None:
+                self._push(arg.annotation, owner, outer, guarded, stack)
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            self._push(default, args, outer, guarded, stack)
+        self.model.parents[id(args)] = owner
+
+    def _push_comprehension(
+        self, node: ast.AST, scope: Scope, guarded: bool, stack: list[tuple[ast.AST, Scope, bool]]
+    ) -> None:
+        inner = Scope("comprehension", scope)
+        generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
+        # The first iterable is evaluated in the enclosing scope; everything else inside.
+        elements = (
+            [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
+        )
+        for element in reversed(elements):
+            self._push(element, node, inner, guarded, stack)
+        for index, gen in reversed(list(enumerate(generators))):
+            self.model.parents[id(gen)] = node
+            for cond in reversed(gen.ifs):
+                self._push(cond, gen, inner, guarded, stack)
+            self._push(gen.target, gen, inner, guarded, stack)
+            self._push(gen.iter, gen, scope if index == 0 else inner, guarded, stack)

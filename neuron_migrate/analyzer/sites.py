@@ -1,0 +1,348 @@
+"""Sites: every place in a module that the scan reports and the codemod may rewrite.
+
+A site is a reference to an imported API (`xm.mark_step`, `F.relu`, `torch.float64`), an import
+of torch_xla, a method call that may be a Tensor method (`x.sort()`), or an XLA idiom outside the
+torch_xla namespace (the `'xla'` device string, `init_process_group('xla')`, XLA environment
+variables, ...). Spans are 1-based lines and 0-based *character* columns, the same as libcst's
+`PositionProvider`, so the codemod finds each site's node by its span and the two tools agree on
+what they see by construction.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from neuron_migrate.analyzer.scopes import NameModel, Resolution
+
+# Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
+_ROOTS = frozenset({"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"})
+_XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
+_XLA_ENV = re.compile(r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)")
+_LITERAL_RECEIVERS = (
+    ast.Constant,
+    ast.List,
+    ast.Dict,
+    ast.Set,
+    ast.Tuple,
+    ast.JoinedStr,
+    ast.ListComp,
+    ast.DictComp,
+    ast.SetComp,
+)
+_NOT_TENSORS = frozenset({"self", "cls", "super"})
+_ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"}
+
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Site:
+    kind: str  # "name" | "call" | "method" | "import" | "idiom"
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    qualname: str | None = None
+    idiom: str | None = None
+    detail: str | None = None  # idiom value, method name, or the import's bound name
+    call_span: Span | None = None  # for calls: the whole call; for imports: the statement
+    ambiguous: tuple[str, ...] = ()  # all meanings, when the name has several
+    guarded: bool = False  # under an availability guard or a try/except ImportError
+    used: bool = True  # imports: is the bound name read anywhere
+    # For calls: literal positional arguments (repr, or None when not a literal) and keywords.
+    args: tuple[str | None, ...] = ()
+    kwargs: tuple[tuple[str, str | None], ...] = ()
+    discarded: bool = False  # a call whose value is thrown away (an expression statement)
+
+    @property
+    def span(self) -> Span:
+        return (self.line, self.col, self.end_line, self.end_col)
+
+
+class _Columns:
+    """Converts ast's UTF-8 byte offsets to character columns (cheap for ASCII sources)."""
+
+    def __init__(self, source: str) -> None:
+        self._lines: list[bytes] | None = (
+            None if source.isascii() else [ln.encode() for ln in source.splitlines(True)]
+        )
+
+    def col(self, line: int, byte_col: int) -> int:
+        if self._lines is None or line - 1 >= len(self._lines):
+            return byte_col
+        return len(self._lines[line - 1][:byte_col].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        return (
+            line,
+            self.col(line, node.col_offset),  # type: ignore[attr-defined]
+            end_line,
+            self.col(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
+        )
+
+
+def _literal(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    return None
+
+
+def _string(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
+    if len(call.args) > position and not isinstance(call.args[position], ast.Starred):
+        return call.args[position]
+    return _keyword(call, name)
+
+
+class _SiteFinder:
+    def __init__(self, source: str, tree: ast.Module) -> None:
+        self.model = NameModel(tree)
+        self.columns = _Columns(source)
+        self.sites: list[Site] = []
+        self.call_qualnames: dict[int, str] = {}  # id(Call) -> callee qualname
+        self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
+
+    def site(self, kind: str, node: ast.AST, **fields: object) -> Site:
+        line, col, end_line, end_col = self.columns.span(node)
+        site = Site(kind, line, col, end_line, end_col, **fields)  # type: ignore[arg-type]
+        self.sites.append(site)
+        return site
+
+    def call_fields(self, call: ast.Call) -> dict[str, object]:
+        return {
+            "call_span": self.columns.span(call),
+            "args": tuple(_literal(a) for a in call.args),
+            "kwargs": tuple((k.arg or "**", _literal(k.value)) for k in call.keywords),
+            "discarded": isinstance(self.model.parents.get(id(call)), ast.Expr),
+        }
+
+    # -- references to imported names -----------------------------------------------------------
+
+    def find_references(self) -> None:
+        parents = self.model.parents
+        for name, scope, guarded in self.model.loads:
+            chain: ast.expr = name
+            parent = parents.get(id(name))
+            while isinstance(parent, ast.Attribute) and parent.value is chain:
+                chain = parent
+                parent = parents.get(id(chain))
+            resolution = self.model.resolve_chain(chain, scope)
+            if resolution is None or not resolution.qualnames:
+                self.find_method_call(name, chain, guarded)
+                continue
+            if resolution.qualname:
+                self.chain_qualnames[id(chain)] = resolution.qualname
+            if resolution.qualnames[0].partition(".")[0] not in _ROOTS:
+                continue
+            self.add_reference(chain, parent, resolution, guarded)
+
+    def add_reference(
+        self, chain: ast.expr, parent: ast.AST | None, resolution: Resolution, guarded: bool
+    ) -> None:
+        is_call = isinstance(parent, ast.Call) and parent.func is chain
+        qualname = resolution.qualname
+        fields: dict[str, object] = {
+            "qualname": qualname or resolution.qualnames[0],
+            "guarded": guarded,
+            "ambiguous": resolution.qualnames + (("<local>",) if resolution.local else ())
+            if resolution.ambiguous
+            else (),
+        }
+        if is_call:
+            assert isinstance(parent, ast.Call)
+            fields.update(self.call_fields(parent))
+            if qualname:
+                self.call_qualnames[id(parent)] = qualname
+        self.site("call" if is_call else "name", chain, **fields)
+
+    def find_method_call(self, name: ast.Name, chain: ast.expr, guarded: bool) -> None:
+        """`x.sort()`, `self.w.double()` on a receiver that is not an import: maybe a Tensor
+        method. A direct `self.method()` is the object's own method, not a Tensor's."""
+        if not isinstance(chain, ast.Attribute) or name.id in _NOT_TENSORS and chain.value is name:
+            return
+        self._method_site(chain, guarded)
+
+    def _method_site(self, attribute: ast.Attribute, guarded: bool) -> None:
+        call = self.model.parents.get(id(attribute))
+        if isinstance(call, ast.Call) and call.func is attribute:
+            self.site(
+                "method",
+                attribute,
+                detail=attribute.attr,
+                guarded=guarded,
+                **self.call_fields(call),
+            )
+
+    def find_chained_methods(self, tree: ast.Module) -> None:
+        """Methods on receivers that are not name chains: `model(x).sum()`, `a[0].double()`."""
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and not isinstance(node.func.value, (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS))
+                and self._root_name(node.func.value) is None
+            ):
+                self._method_site(node.func, id(node) in self.model.guarded_nodes)
+
+    @staticmethod
+    def _root_name(expr: ast.expr) -> ast.Name | None:
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return expr if isinstance(expr, ast.Name) else None
+
+    # -- imports ------------------------------------------------------------------------------
+
+    def find_imports(self) -> None:
+        for record in self.model.imports:
+            module = record.module
+            if not module or module.partition(".")[0] not in ("torch_xla", "torch_neuronx"):
+                continue
+            self.site(
+                "import",
+                record.alias,
+                qualname=module,
+                detail=record.alias.asname or record.alias.name.partition(".")[0],
+                call_span=self.columns.span(record.statement),
+                guarded=record.binding.guarded,
+                used=record.binding.used,
+            )
+
+    # -- XLA idioms outside the torch_xla namespace --------------------------------------------
+
+    def find_idioms(self, tree: ast.Module) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                self.idioms_in_call(node)
+            elif isinstance(node, ast.Compare):
+                self.idioms_in_compare(node)
+            elif isinstance(node, ast.Subscript):
+                self.env_subscript(node)
+            elif isinstance(node, ast.Assign):
+                self.device_assignment(node)
+            elif isinstance(node, ast.arguments):
+                self.device_defaults(node)
+
+    def idiom(self, kind: str, node: ast.AST, detail: str | None) -> None:
+        self.site("idiom", node, idiom=kind, detail=detail, guarded=id(node) in self.model.guarded_nodes)
+
+    def idioms_in_call(self, call: ast.Call) -> None:
+        qualname = self.call_qualnames.get(id(call))
+        for kw in call.keywords:
+            value = _string(kw.value)
+            if kw.arg in ("device", "device_type") and value and _XLA_DEVICE.match(value):
+                self.idiom("xla-device-string", kw.value, value)
+        func = call.func
+        first = call.args[0] if call.args else None
+        first_string = _string(first)
+        if first_string and _XLA_DEVICE.match(first_string):
+            is_to = isinstance(func, ast.Attribute) and func.attr == "to" and qualname is None
+            if is_to or qualname in (
+                "torch.device",
+                "torch.autocast",
+                "torch.amp.autocast",
+                "torch.random.fork_rng",
+                "torch.amp.GradScaler",
+            ):
+                assert first is not None
+                self.idiom("xla-device-string", first, first_string)
+        if qualname == "torch.distributed.init_process_group":
+            backend = _argument(call, 0, "backend")
+            if _string(backend) == "xla":
+                assert backend is not None
+                self.idiom("xla-process-group", backend, "xla")
+            init_method = _keyword(call, "init_method")
+            if _string(init_method) in ("xla://", "pjrt://"):
+                assert init_method is not None
+                self.idiom("xla-init-method", init_method, _string(init_method))
+        elif qualname in ("torch.compile", "torch._dynamo.optimize"):
+            backend = _keyword(call, "backend")
+            if qualname == "torch._dynamo.optimize" and backend is None:
+                backend = _argument(call, 0, "backend")
+            if _string(backend) in ("openxla", "openxla_eval"):
+                assert backend is not None
+                self.idiom("openxla-compile-backend", backend, _string(backend))
+        elif qualname in _ENV_CALLS:
+            self.env_name(_argument(call, 0, "key"))
+        elif qualname == "os.environ.update":
+            for arg in call.args:
+                if isinstance(arg, ast.Dict):
+                    for key in arg.keys:
+                        self.env_name(key)
+            for kw in call.keywords:
+                if kw.arg and _XLA_ENV.match(kw.arg):
+                    self.idiom("xla-env-var", kw.value, kw.arg)
+
+    def idioms_in_compare(self, compare: ast.Compare) -> None:
+        operands = [compare.left, *compare.comparators]
+        strings = [(o, _string(o)) for o in operands]
+        for operand, value in strings:
+            if value is None:
+                continue
+            others = [o for o in operands if o is not operand]
+            if _XLA_DEVICE.match(value) and any(self._mentions_device(o) for o in others):
+                self.idiom("xla-device-type-compare", operand, value)
+            elif value.upper() == "NEURON" and any(self._is_device_kind_query(o) for o in others):
+                self.idiom("neuron-device-type-compare", operand, value)
+
+    def _mentions_device(self, expr: ast.expr) -> bool:
+        text = ast.unparse(expr) if not isinstance(expr, ast.Name) else expr.id
+        return "device" in text.lower() or text.endswith(".type")
+
+    def _is_device_kind_query(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Call):
+            qualname = self.call_qualnames.get(id(expr), "")
+            return qualname.startswith("torch_xla")
+        return "device" in ast.unparse(expr).lower()
+
+    def env_subscript(self, node: ast.Subscript) -> None:
+        if self.chain_qualnames.get(id(node.value)) == "os.environ":
+            self.env_name(node.slice)
+
+    def env_name(self, key: ast.expr | None) -> None:
+        value = _string(key)
+        if value and _XLA_ENV.match(value):
+            assert key is not None
+            self.idiom("xla-env-var", key, value)
+
+    def device_assignment(self, node: ast.Assign) -> None:
+        value = _string(node.value)
+        if not value or not _XLA_DEVICE.match(value):
+            return
+        if any(isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
+            self.idiom("xla-device-string", node.value, value)
+
+    def device_defaults(self, args: ast.arguments) -> None:
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for arg, default in pairs:
+            value = _string(default)
+            if value and _XLA_DEVICE.match(value) and "device" in arg.arg.lower():
+                self.idiom("xla-device-string", default, value)
+
+
+def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
+    """All sites of a module, in source order. Raises SyntaxError for code that does not parse."""
+    if tree is None:
+        tree = ast.parse(source)
+    finder = _SiteFinder(source, tree)
+    finder.find_references()
+    finder.find_imports()
+    finder.find_chained_methods(tree)
+    finder.find_idioms(tree)
+    return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))

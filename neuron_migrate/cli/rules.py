@@ -1,0 +1,88 @@
+"""`neuron-migrate rules list` and `rules explain CODE`: the rule catalogue, read from rules/."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from neuron_migrate.errors import UsageError
+from neuron_migrate.ruleset import Rule, load_ruleset
+
+
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _rule_json(rule: Rule) -> dict[str, object]:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "family": rule.family,
+        "summary": rule.summary,
+        "fix": rule.fix_safety,
+        "severity": rule.severity,
+        "replacement": rule.replacement,
+        "path": rule.path,
+    }
+
+
+def list_rules(
+    format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json"),
+) -> None:
+    """List every rule: code, name, fix safety and summary."""
+    rules = load_ruleset().rules
+    if format is ListFormat.json:
+        typer.echo(json.dumps([_rule_json(rule) for rule in rules], indent=2))
+        return
+    table = Table(show_lines=False, pad_edge=False)
+    table.add_column("code", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("fix", no_wrap=True)
+    table.add_column("summary")
+    for rule in rules:
+        table.add_row(rule.code, rule.name, rule.fix_safety, rule.summary)
+    Console().print(table)
+
+
+def _explain_markdown(rule: Rule) -> str:
+    lines = [f"# {rule.code} {rule.name}", "", rule.summary, "", "## Why", "", rule.why, ""]
+    if rule.replacement:
+        lines += ["## Use instead", "", f"`{rule.replacement}`", ""]
+    lines += ["## Fix", ""]
+    if rule.match.analyzer is not None:
+        lines.append("Reported by `scan`; `rewrite` does not change this code.")
+    elif rule.rewrite is None:
+        lines.append(f"No automatic rewrite. `rewrite` leaves a marker:\n\n    {rule.marker()}")
+    else:
+        how = "applied by `rewrite`" if rule.safety == "safe" else "applied with `--unsafe-fixes`"
+        lines.append(f"Fix safety: **{rule.safety}** ({how}).")
+        if rule.safety_note:
+            lines += ["", rule.safety_note]
+        lines += ["", f"Where it cannot apply, a marker:\n\n    {rule.marker()}"]
+    for example in rule.examples[:2]:
+        flag = " (with --unsafe-fixes)" if example.fixes == "unsafe" else ""
+        lines += ["", f"## Example{flag}", "", "Before:", "", "```python", example.before.rstrip()]
+        lines += ["```", "", "After:", "", "```python", example.after.rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def explain(code: str = typer.Argument(..., help="a rule code such as NM104")) -> None:
+    """Explain one rule: what it matches, why, an example, what to use instead, fix safety."""
+    try:
+        rule = load_ruleset().get(code)
+    except KeyError:
+        raise UsageError(f"no rule {code!r}; see `neuron-migrate rules list`") from None
+    Console().print(Markdown(_explain_markdown(rule)))
+
+
+def register(app: typer.Typer) -> None:
+    rules_app = typer.Typer(help="The rewrite and lint rules.", no_args_is_help=True)
+    rules_app.command("list")(list_rules)
+    rules_app.command("explain")(explain)
+    app.add_typer(rules_app, name="rules")

@@ -1,0 +1,69 @@
+"""Which files a scan or rewrite reads, and the prefilter that skips files that cannot matter."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuron_migrate.errors import UsageError
+
+SOURCE_SUFFIXES = (".py",)
+_SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".neuron-migrate-cache"}
+)
+
+# A file can hold a finding only if it names torch or torch_xla (every API finding resolves
+# through an import of torch, torch_xla, functorch, torch_neuronx or neuronx_distributed), holds
+# an XLA device string ("xla"), or names an XLA/PJRT/Neuron environment variable. A file with
+# none of these substrings is skipped without being parsed; tests/scan check that no fixture
+# with a finding is ever skipped.
+PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_")
+
+
+def may_hold_findings(data: bytes) -> bool:
+    return PREFILTER.search(data) is not None
+
+
+@dataclass(frozen=True)
+class SourcePath:
+    path: str  # absolute (or as given) path used to open the file
+    display: str  # relative to the scan root, forward slashes: what reports show
+
+
+def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
+    """Source files under `root` (a file or a folder), in a stable, sorted order.
+
+    Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
+    broken or looping one is reported by the reader.
+    """
+    if not root.exists() and not root.is_symlink():
+        raise UsageError(f"no such file or directory: {root}")
+    if root.is_file():
+        yield SourcePath(str(root), root.name)
+        return
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if d not in _SKIP_DIRS and not d.endswith(".egg-info")
+            and not _excluded(rel_dir + d, exclude)
+        )
+        for name in sorted(filenames):
+            if not name.endswith(SOURCE_SUFFIXES):
+                continue
+            display = rel_dir + name
+            if _excluded(display, exclude):
+                continue
+            yield SourcePath(os.path.join(dirpath, name), display)
+
+
+def _excluded(display: str, patterns: tuple[str, ...]) -> bool:
+    return any(
+        fnmatch.fnmatch(display, p) or fnmatch.fnmatch(display + "/", p) for p in patterns
+    )

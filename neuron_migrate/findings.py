@@ -1,0 +1,91 @@
+"""The plain records that flow from the engine to the reports: findings and per-file errors.
+
+They are frozen dataclasses so they pickle across the process pool and serialise to JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+# What a finding says about the code on the target device.
+Status = Literal[
+    "native",  # runs on the device
+    "cpu_fallback",  # runs, but on the host CPU (slow, copies)
+    "unsupported",  # refused / raises on the device
+    "float64",  # 64-bit float computed as float32 (precision loss)
+    "xla",  # a torch_xla use (or XLA idiom) that must change
+    "advice",  # runs, but should change (e.g. torch.compile without dynamic=False)
+]
+STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported", "float64", "xla", "advice")
+
+Severity = Literal["error", "warning", "info"]
+
+Category = Literal[
+    "torch_xla",  # an API of the torch_xla package
+    "xla_idiom",  # XLA usage outside the torch_xla namespace ('xla' strings, env vars, ...)
+    "op",  # a torch op/API classified through the API->aten map and the matrix
+    "dtype",  # 64-bit floats
+    "namespace",  # torch.sparse / torch.func / torch.nested / torch.distributions / torch.fft
+    "memory_format",  # channels_last
+    "compile",  # torch.compile rules
+    "ambiguous",  # a name with several possible meanings: reported, never rewritten
+]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    category: str
+    status: str
+    severity: str
+    path: str  # relative to the scanned root, with forward slashes
+    line: int  # 1-based
+    col: int  # 0-based, in characters
+    end_line: int
+    end_col: int
+    api: str  # qualified name, e.g. torch_xla.core.xla_model.mark_step or torch.sort
+    message: str
+    aten: tuple[str, ...] = ()
+    replacement: str | None = None  # the native form, or None when a person must decide
+    fixable: bool = False  # `rewrite` has a rule that changes this site
+    confidence: Literal["high", "low"] = "high"
+    snippet: str = ""  # the source line, stripped: feeds the fingerprint
+    fingerprint: str = ""
+    cell: int | None = None  # notebook cell index, when the file is a notebook
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["aten"] = list(self.aten)
+        return data
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: str
+    reason: str  # one line: "syntax error at line 3: ...", "not UTF-8", ...
+    kind: str  # syntax | encoding | binary | unreadable | too_large | loop | internal
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fingerprint(path: str, code: str, api: str, snippet: str, occurrence: int) -> str:
+    """A hash that survives lines moving: it uses the file, the rule, the API, the stripped
+    source line and which occurrence of that same tuple in the file this is -- never the line
+    number."""
+    key = "\x1f".join((path, code, api, " ".join(snippet.split()), str(occurrence)))
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Everything the engine learned from one file."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    error: FileError | None = None
+    skipped_by_prefilter: bool = False
+    from_cache: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)

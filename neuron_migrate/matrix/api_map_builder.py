@@ -1,0 +1,389 @@
+"""Maintainer tool: generate the API->aten map, ``compat_matrix/api_map/torch-<minor>.yaml``.
+
+    python -m neuron_migrate.matrix.api_map_builder [--out FILE] [--samples N]
+
+Runs each public API on small sample inputs under a dispatch-mode recorder (`_recorder`) and stores
+the op overloads it reaches (``aten::add.Tensor``), at the level a PrivateUse1 backend sees them.
+Sources of samples: PyTorch's own OpInfo database (``op_db``; needs ``numpy`` and ``expecttest``
+importable, otherwise it is skipped and the header says so) and the hand-written samples in
+`_samples` (creation, Tensor conversions, nn modules forward and backward, optimizers with
+``foreach=True``, collectives on a one-rank gloo group). Float32 inputs; up to ``--samples``
+OpInfo samples per API, their ops united. Bookkeeping ops (`_recorder.DROPPED_OPS`) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import inspect
+import itertools
+import os
+import signal
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate import resources
+
+COMMAND = "python -m neuron_migrate.matrix.api_map_builder"
+_NAMESPACES = ("nn.functional", "linalg", "fft", "special", "masked", "signal.windows", "sparse")
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    def fire(signum: int, frame: Any) -> None:
+        raise _Timeout(f"took over {seconds}s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class Builder:
+    def __init__(self, samples_per_op: int) -> None:
+        self.samples_per_op = samples_per_op
+        self.apis: dict[str, list[str]] = {}
+        self.modules: dict[str, dict[str, list[str]]] = {}
+        self.methods: dict[str, list[str]] = {}
+        self.failed: dict[str, str] = {}
+        self.composite_calls: dict[str, list[str]] = {}
+        self.opinfo_used = False
+
+    # recording -------------------------------------------------------------------------------
+
+    def _record(self, fn: Callable[[], Any]) -> tuple[list[str], Any]:
+        from neuron_migrate.matrix._recorder import record
+
+        with _time_limit(20), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return record(fn, self.composite_calls)
+
+    def _merge(self, table: dict[str, list[str]], key: str, ops: list[str]) -> None:
+        current = table.setdefault(key, [])
+        current.extend(op for op in ops if op not in current)
+        self.failed.pop(key if table is not self.methods else f"Tensor.{key}", None)
+
+    def _try(self, table: dict[str, list[str]], key: str, fn: Callable[[], Any]) -> bool:
+        label = key if table is not self.methods else f"Tensor.{key}"
+        try:
+            ops, _ = self._record(fn)
+        except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+            if key not in table:
+                self.failed[label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            return False
+        self._merge(table, key, ops)
+        return True
+
+    # sources ---------------------------------------------------------------------------------
+
+    def opinfo(self) -> None:
+        try:
+            from torch.testing._internal.common_methods_invocations import op_db
+        except Exception as exc:  # noqa: BLE001 - numpy/expecttest missing: curated samples only
+            print(f"OpInfo samples skipped: {exc}", file=sys.stderr)
+            return
+        import torch
+
+        self.opinfo_used = True
+        for info in op_db:
+            qualnames = _opinfo_qualnames(info.name)
+            dtype = torch.float32 if torch.float32 in info.supported_dtypes("cpu") else None
+            if dtype is None:
+                dtypes = sorted(info.supported_dtypes("cpu"), key=str)
+                if not dtypes:
+                    continue
+                dtype = dtypes[0]
+            try:
+                with _time_limit(30):
+                    samples = list(
+                        itertools.islice(
+                            info.sample_inputs("cpu", dtype, requires_grad=False),
+                            self.samples_per_op,
+                        )
+                    )
+            except Exception as exc:  # noqa: BLE001
+                for q in qualnames:
+                    self.failed.setdefault(q, f"samples: {type(exc).__name__}")
+                continue
+            method = info.method_variant
+            aliases = [a.name for a in getattr(info, "aliases", ())]
+            for sample in samples:
+                args, kwargs = (sample.input, *sample.args), sample.kwargs
+                for q in qualnames:
+                    self._try(self.apis, q, _bind(info.op, args, kwargs))
+                if method is not None and info.name.split(".")[-1].isidentifier():
+                    self._try(self.methods, info.name.split(".")[-1], _bind(method, args, kwargs))
+            # Aliases (torch.absolute for torch.abs) reach the same ops.
+            for q in qualnames:
+                for aq in (n for a in aliases for n in _opinfo_qualnames(a)):
+                    if q in self.apis and aq not in self.apis:
+                        self.apis[aq] = list(self.apis[q])
+
+    def curated(self) -> None:
+        from neuron_migrate.matrix import _samples
+
+        for s in _samples.function_samples():
+            self._try(self.apis, s.qualname, _with_setup(s.setup, s.call))
+        for s in _samples.method_samples():
+            self._try(self.methods, s.qualname, _with_setup(s.setup, s.call))
+        for name, factory in _samples.module_factories().items():
+            self.module(name, factory)
+        for name, make in _samples.optimizer_factories().items():
+            self._optimizer(name, make)
+        self.distributed()
+
+    def module(self, name: str, factory: Callable[[], tuple[Any, tuple[Any, ...]]]) -> None:
+        import torch
+
+        try:
+            module, inputs = factory()
+            module.train()
+            fwd, out = self._record(lambda: module(*inputs))
+            outs = [t for t in _tensors(out) if t.requires_grad]
+            leaves = [p for p in module.parameters()] + [t for t in inputs if _needs_grad(t)]
+            grads = [torch.ones_like(t) for t in outs]
+            bwd, _ = self._record(
+                lambda: torch.autograd.grad(outs, leaves, grads, allow_unused=True)
+            )
+        except Exception as exc:  # noqa: BLE001
+            self.failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            return
+        self.modules[name] = {"forward": fwd, "backward": bwd}
+
+    def _optimizer(self, name: str, make: Callable[[], Any]) -> None:
+        try:
+            opt = make()
+        except Exception as exc:  # noqa: BLE001
+            self.failed[name] = f"{type(exc).__name__}: {exc}"
+            return
+        self._try(self.apis, f"{name}.step", opt.step)
+        if f"{name}.step" in self.apis:
+            self.apis[name] = self.apis[f"{name}.step"]
+
+    def distributed(self) -> None:
+        import torch.distributed as dist
+
+        from neuron_migrate.matrix import _samples
+
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                store = dist.FileStore(os.path.join(tmp, "store"), 1)
+                dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+            except Exception as exc:  # noqa: BLE001
+                self.failed["torch.distributed"] = f"init: {type(exc).__name__}: {exc}"
+                return
+            try:
+                for s in _samples.distributed_samples():
+                    self._try(self.apis, s.qualname, _with_setup(s.setup, s.call))
+            finally:
+                dist.destroy_process_group()
+
+
+def _bind(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any]:
+    import torch
+
+    # Fresh copies per call: in-place samples must not change the next sample's input.
+    def fresh(v: Any) -> Any:
+        return v.clone() if isinstance(v, torch.Tensor) else v
+
+    cloned = tuple(fresh(a) for a in args)
+    return lambda: fn(*cloned, **kwargs)
+
+
+def _with_setup(setup: Callable[[], Any], call: Callable[[Any], Any]) -> Callable[[], Any]:
+    value = setup()
+    return lambda: call(value)
+
+
+def _tensors(out: Any) -> list[Any]:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _tensors(item)]
+    return []
+
+
+def _needs_grad(t: Any) -> bool:
+    import torch
+
+    return isinstance(t, torch.Tensor) and t.requires_grad
+
+
+def _opinfo_qualnames(name: str) -> list[str]:
+    """OpInfo names -> public qualified names: ``nn.functional.gelu`` -> torch.nn.functional.gelu."""
+    import torch
+
+    if name.startswith("_") or name in ("H", "T", "mH", "mT"):
+        return []
+    for ns in _NAMESPACES:
+        if name.startswith(ns + "."):
+            return [f"torch.{name}"]
+    if "." in name:
+        return []
+    return [f"torch.{name}"] if hasattr(torch, name) else []
+
+
+# --- the public surface considered, for the coverage figure -------------------------------------
+
+
+def public_surface() -> dict[str, set[str]]:
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    def functions(module: Any, prefix: str) -> set[str]:
+        names = getattr(module, "__all__", None) or dir(module)
+        out = set()
+        for n in names:
+            if n.startswith("_"):
+                continue
+            obj = getattr(module, n, None)
+            if callable(obj) and not inspect.isclass(obj) and not inspect.ismodule(obj):
+                out.add(f"{prefix}.{n}")
+        return out
+
+    modules = {
+        f"torch.nn.{n}"
+        for n in dir(torch.nn)
+        if not n.startswith("_")
+        and inspect.isclass(getattr(torch.nn, n))
+        and issubclass(getattr(torch.nn, n), torch.nn.Module)
+        and n not in ("Module", "ModuleList", "ModuleDict", "Sequential", "ParameterList",
+                      "ParameterDict", "Container")
+    }
+    return {
+        "torch": functions(torch, "torch"),
+        "torch.nn.functional": functions(F, "torch.nn.functional"),
+        "torch.linalg": functions(torch.linalg, "torch.linalg"),
+        "torch.fft": functions(torch.fft, "torch.fft"),
+        "torch.special": functions(torch.special, "torch.special"),
+        "torch.nn modules": modules,
+        "Tensor methods": {f"Tensor.{n}" for n in tensor_method_names()},
+    }
+
+
+def tensor_method_names() -> list[str]:
+    import torch
+
+    names = []
+    for n in dir(torch.Tensor):
+        if n.startswith("_") and n not in ("__getitem__", "__setitem__"):
+            continue
+        obj = getattr(torch.Tensor, n, None)
+        if callable(obj) and not inspect.isclass(obj):
+            names.append(n)
+    return sorted(names)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def render(builder: Builder, torch_version: str, argv: list[str]) -> str:
+    import yaml
+
+    from neuron_migrate.matrix._recorder import DROPPED_OPS
+
+    surface = public_surface()
+    mapped = set(builder.apis) | set(builder.modules) | {f"Tensor.{m}" for m in builder.methods}
+    considered = set().union(*surface.values()) | mapped
+    by_ns = {ns: {"mapped": len(names & mapped), "considered": len(names)}
+             for ns, names in surface.items()}
+    minor = ".".join(torch_version.split(".")[:2])
+    command = " ".join([COMMAND, *argv])
+    header = [
+        f"# API -> aten map for torch {minor}: the op overloads each public API reaches, as a",
+        "# PrivateUse1 backend sees them (below decompositions and autograd).",
+        f"# GENERATED by `{command}` on {_dt.date.today().isoformat()} "
+        f"with torch {torch_version}. Do not edit by hand.",
+        f"# Coverage: {len(mapped)} APIs mapped of {len(considered)} public APIs considered"
+        f" ({len(builder.failed)} failed to trace, listed under `failed`).",
+        "# Schema: compat_matrix/README.md.",
+    ]
+    data = {
+        "schema_version": 1,
+        "torch": torch_version,
+        "generated": _dt.date.today().isoformat(),
+        "command": command,
+        "opinfo_samples": builder.opinfo_used,
+        "coverage": {"mapped": len(mapped), "considered": len(considered), "by_namespace": by_ns},
+        "dropped_ops": sorted(DROPPED_OPS),
+    }
+    parts = ["\n".join(header), yaml.safe_dump(data, sort_keys=False, width=100).rstrip()]
+    parts.append("# Functions (forward ops only).\n" + _table("apis", builder.apis))
+    modules = ["# nn modules: forward, then backward (gradients of parameters and inputs).",
+               "modules:"]
+    for name in sorted(builder.modules):
+        entry = builder.modules[name]
+        modules.append(f"  {name}:")
+        modules.append(f"    forward: {_flow(entry['forward'])}")
+        modules.append(f"    backward: {_flow(entry['backward'])}")
+    parts.append("\n".join(modules))
+    parts.append("# Tensor methods by name.\n" + _table("tensor_methods", builder.methods))
+    parts.append(
+        "# Every public Tensor method name of this torch (traced or not).\n"
+        + yaml.safe_dump({"tensor_method_names": tensor_method_names()}, width=100).rstrip()
+    )
+    failed = yaml.safe_dump({"failed": dict(sorted(builder.failed.items()))}, width=1000)
+    parts.append("# APIs whose samples could not be traced.\n" + failed.rstrip())
+    parts.append(
+        "# Ops whose only kernel for a new backend is torch's generic one, and the ops that\n"
+        "# kernel was seen to call (read by the matrix importer).\n"
+        + _table("composite_calls", builder.composite_calls)
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def _flow(ops: list[str]) -> str:
+    return "[" + ", ".join(ops) + "]"
+
+
+def _table(key: str, table: dict[str, list[str]]) -> str:
+    lines = [f"{key}:"]
+    for name in sorted(table):
+        lines.append(f"  {_key(name)}: {_flow(table[name])}")
+    return "\n".join(lines)
+
+
+def _key(name: str) -> str:
+    return f"'{name}'" if not name[0].isalpha() else name
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--samples", type=int, default=3, help="OpInfo samples per API")
+    parser.add_argument("--no-opinfo", action="store_true", help="hand-written samples only")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    torch._C._set_multithreading_enabled(False)  # backward on this thread, as in the runtime
+    version = torch.__version__.split("+")[0]
+    minor = ".".join(version.split(".")[:2])
+    out = args.out or resources.matrix_dir() / "api_map" / f"torch-{minor}.yaml"
+    builder = Builder(args.samples)
+    if not args.no_opinfo:
+        builder.opinfo()
+    builder.curated()
+    flags = [f"--samples {args.samples}"] + (["--no-opinfo"] if args.no_opinfo else [])
+    text = render(builder, version, flags)
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,222 @@
+"""The records a compatibility matrix is made of, and the queries on it.
+
+All are frozen dataclasses: they pickle across a process pool and serialise to JSON. No torch here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from neuron_migrate.matrix.names import normalize_dtype, normalize_memory_format, normalize_op
+
+OP_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported")
+NAMESPACE_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported", "partial")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A source the matrix rests on: a derived op list, a docs page, the project brief."""
+
+    key: str
+    title: str
+    reference: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OpVerdict:
+    """What the matrix says about one op, and why (`source` is an evidence key)."""
+
+    op: str
+    status: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One listed op: its status, the evidence key of its group, and an optional per-op note."""
+
+    status: str
+    source: str
+    group: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DtypeRule:
+    dtype: str
+    runs_as: str | None
+    warn: bool
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class NamespaceRule:
+    """A rule for a whole Python namespace, e.g. ``torch.sparse``.
+
+    A ``partial`` namespace names its ``supported`` and ``unsupported`` members; members in neither
+    list take ``unlisted_status``.
+    """
+
+    namespace: str
+    status: str
+    source: str
+    note: str = ""
+    aliases: tuple[str, ...] = ()
+    supported: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    unlisted_status: str = "unsupported"
+
+
+@dataclass(frozen=True)
+class NamespaceVerdict:
+    """The verdict for one qualified name under a namespace rule."""
+
+    qualname: str
+    namespace: str
+    status: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryFormatRule:
+    name: str
+    status: str
+    source: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CompileRules:
+    backend: str
+    dynamic_true_status: str
+    requires_dynamic_false: bool
+    modes_with_effect: tuple[str, ...]
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """One torch-neuronx version's compatibility matrix, loaded and validated."""
+
+    version: str
+    torch_version: str
+    path: str
+    evidence: Mapping[str, Evidence]
+    ops: Mapping[str, OpEntry]
+    default: OpVerdict
+    dtypes: tuple[DtypeRule, ...]
+    dtype_aliases: Mapping[str, str]
+    namespaces: tuple[NamespaceRule, ...]
+    memory_formats: tuple[MemoryFormatRule, ...]
+    compile: CompileRules
+    summary: str = ""
+    # base name -> listed overloads, built once; used when a query names no overload.
+    _by_base: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    # --- ops -------------------------------------------------------------------------------
+
+    def op_status(self, op: str) -> OpVerdict:
+        """Status of an op: the exact overload, then its base name, then the matrix default.
+
+        Accepts ``aten::add.Tensor``, ``aten::sort``, ``aten.sort.default``, ``c10d::allreduce_``.
+        A query without an overload that is not listed itself takes the status of its listed
+        overloads when they all agree (``aten::add`` -> ``aten::add.Tensor``, ``aten::add.out``).
+        """
+        name = normalize_op(op)
+        entry = self.ops.get(name)
+        if entry is not None:
+            return OpVerdict(name, entry.status, entry.source, entry.note)
+        base, _, overload = name.partition(".")
+        if overload:
+            entry = self.ops.get(base)
+            if entry is not None:
+                note = f"no entry for this overload; status of {base}"
+                return OpVerdict(name, entry.status, entry.source, _join(note, entry.note))
+        else:
+            listed = self._by_base.get(base, ())
+            statuses = {self.ops[o].status for o in listed}
+            if len(statuses) == 1:
+                first = self.ops[listed[0]]
+                note = f"status of its listed overloads: {', '.join(listed)}"
+                return OpVerdict(name, first.status, first.source, note)
+        return OpVerdict(name, self.default.status, self.default.source, self.default.note)
+
+    def is_listed(self, op: str) -> bool:
+        return normalize_op(op) in self.ops
+
+    def overloads_of(self, op: str) -> tuple[str, ...]:
+        """Listed overloads sharing the base name of ``op`` (``aten::add`` -> add.Tensor, ...)."""
+        return self._by_base.get(normalize_op(op).partition(".")[0], ())
+
+    def ops_with_status(self, status: str) -> tuple[str, ...]:
+        return tuple(sorted(name for name, e in self.ops.items() if e.status == status))
+
+    def status_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(OP_STATUSES, 0)
+        for entry in self.ops.values():
+            counts[entry.status] += 1
+        return counts
+
+    # --- rules -----------------------------------------------------------------------------
+
+    def dtype_rule(self, dtype: str) -> DtypeRule | None:
+        name = normalize_dtype(dtype)
+        name = self.dtype_aliases.get(name, name)
+        for rule in self.dtypes:
+            if rule.dtype == name:
+                return rule
+        return None
+
+    def namespace_rule(self, qualname: str) -> NamespaceRule | None:
+        for rule in self.namespaces:
+            for prefix in (rule.namespace, *rule.aliases):
+                if qualname == prefix or qualname.startswith(prefix + "."):
+                    return rule
+        return None
+
+    def namespace_status(self, qualname: str) -> NamespaceVerdict | None:
+        """Verdict for a name under a namespace rule; None when no rule covers it (``torch.add``).
+
+        For a partial namespace (``torch.fft``) a member gets ``native`` or ``unsupported`` from
+        the rule's lists, and the note says the namespace is partial.
+        """
+        rule = self.namespace_rule(qualname)
+        if rule is None:
+            return None
+        if rule.status != "partial":
+            return NamespaceVerdict(qualname, rule.namespace, rule.status, rule.source, rule.note)
+        member = _member(qualname, rule)
+        if member is None:
+            return NamespaceVerdict(qualname, rule.namespace, "partial", rule.source, rule.note)
+        if member in rule.supported:
+            status, why = "native", "listed as supported"
+        elif member in rule.unsupported:
+            status, why = "unsupported", "listed as unsupported"
+        else:
+            status, why = rule.unlisted_status, "not listed"
+        note = f"{rule.namespace} is partial; {member} is {why}. {rule.note}".strip()
+        return NamespaceVerdict(qualname, rule.namespace, status, rule.source, note)
+
+    def memory_format_status(self, name: str) -> MemoryFormatRule | None:
+        key = normalize_memory_format(name)
+        for rule in self.memory_formats:
+            if rule.name == key:
+                return rule
+        return None
+
+
+def _member(qualname: str, rule: NamespaceRule) -> str | None:
+    for prefix in (rule.namespace, *rule.aliases):
+        if qualname.startswith(prefix + "."):
+            return qualname[len(prefix) + 1 :].split(".")[0]
+    return None
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)

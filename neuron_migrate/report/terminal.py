@@ -1,0 +1,82 @@
+"""The terminal report: a summary by status, then findings grouped by file. Fits 80 columns."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from neuron_migrate.api import ScanReport
+from neuron_migrate.report.summary import STATUS_ORDER, summarize
+
+STATUS_STYLE = {
+    "unsupported": "bold red",
+    "cpu_fallback": "yellow",
+    "float64": "magenta",
+    "xla": "cyan",
+    "advice": "blue",
+    "native": "green",
+}
+STATUS_LABEL = {
+    "unsupported": "unsupported",
+    "cpu_fallback": "CPU fallback",
+    "float64": "float64→float32",
+    "xla": "torch_xla use",
+    "advice": "advice",
+    "native": "native",
+}
+
+
+def render_terminal(report: ScanReport, console: Console, *, show_native: bool = False) -> None:
+    summary = summarize(report)
+    files = summary["files"]
+    console.print(
+        f"[bold]neuron-migrate scan[/] {escape(report.root)}  "
+        f"target torch-neuronx {report.target} (torch {report.torch_version})"
+    )
+    console.print(
+        f"{files['analyzed']} files analyzed, {files['skipped_by_prefilter']} skipped by "
+        f"prefilter, {files['from_cache']} from cache, {files['errors']} errors"
+    )
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("status")
+    table.add_column("findings", justify="right")
+    for status in STATUS_ORDER:
+        count = summary["by_status"][status]
+        table.add_row(f"[{STATUS_STYLE[status]}]{STATUS_LABEL[status]}[/]", str(count))
+    console.print(table)
+
+    shown = [f for f in report.findings if show_native or f.status != "native"]
+    shown.sort(key=lambda f: (f.path, f.line, f.col))
+    for path, group in groupby(shown, key=lambda f: f.path):
+        console.print(f"\n[bold underline]{escape(path)}[/]")
+        for f in group:
+            style = STATUS_STYLE[f.status]
+            low = " [dim](?)[/]" if f.confidence == "low" else ""
+            fix = " [green]fix[/]" if f.fixable else ""
+            console.print(
+                f"  {f.line:>4}:{f.col:<3} [{style}]{f.code}[/] {escape(f.api)}{low}{fix}",
+                overflow="fold",
+            )
+            console.print(f"           [dim]{escape(f.message)}[/]", overflow="fold")
+            if f.replacement:
+                console.print(f"           → {escape(f.replacement)}", overflow="fold")
+    if not show_native and summary["by_status"]["native"]:
+        console.print(f"\n[dim]{summary['by_status']['native']} native op uses not listed "
+                      "(--show-native lists them)[/]")
+
+    if report.errors:
+        console.print("\n[bold red]Files not scanned[/]")
+        for error in sorted(report.errors, key=lambda e: e.path):
+            console.print(f"  {escape(error.path)}: {escape(error.reason)}", overflow="fold")
+
+    gate = summary["gate"]
+    if gate["passed"]:
+        console.print(f"\n[green]gate passed[/] (--fail-on {','.join(gate['fail_on']) or 'none'})")
+    else:
+        console.print(
+            f"\n[bold red]gate failed[/]: {gate['failing_findings']} findings with status "
+            f"{', '.join(gate['fail_on'])}"
+        )

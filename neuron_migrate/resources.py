@@ -1,0 +1,32 @@
+"""The one place that finds the bundled data: rules/, compat_matrix/ and the sample projects.
+
+In a checkout they sit beside the package; in an installed wheel they are packed under
+``neuron_migrate/_data/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_CHECKOUT_ROOT = _PACKAGE_DIR.parent
+_WHEEL_DATA = _PACKAGE_DIR / "_data"
+
+
+def _find(checkout_name: str, wheel_name: str) -> Path:
+    wheel_path = _WHEEL_DATA / wheel_name
+    if wheel_path.is_dir():
+        return wheel_path
+    return _CHECKOUT_ROOT / checkout_name
+
+
+def rules_dir() -> Path:
+    return _find("rules", "rules")
+
+
+def matrix_dir() -> Path:
+    return _find("compat_matrix", "compat_matrix")
+
+
+def sample_projects_dir() -> Path:
+    return _find("fixtures/projects", "projects")

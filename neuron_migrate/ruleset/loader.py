@@ -1,0 +1,250 @@
+"""Read and validate `rules/<family>/<CODE>-<name>.yaml`.
+
+Every problem is a `DataFileError` naming the file and the field, so a bad rule file costs the
+user one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from neuron_migrate.errors import DataFileError
+from neuron_migrate.ruleset.model import (
+    FAMILIES,
+    SAFETIES,
+    SEVERITIES,
+    Example,
+    Match,
+    Rewrite,
+    Rule,
+)
+
+_CODE = re.compile(r"^NM[1-9]\d\d$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_QUALNAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?$")
+
+_TOP_KEYS = {
+    "code",
+    "name",
+    "summary",
+    "why",
+    "match",
+    "rewrite",
+    "safety",
+    "safety_note",
+    "replacement",
+    "manual",
+    "severity",
+    "examples",
+}
+_MATCH_KEYS = {"qualnames", "idiom", "details", "analyzer"}
+_REWRITE_KEYS = {"template", "transform", "params", "defaults", "options"}
+_EXAMPLE_KEYS = {"before", "after", "fixes"}
+
+
+class _Fields:
+    """Typed access to one YAML mapping; every failure names the field."""
+
+    def __init__(self, path: str, data: Any, where: str = "") -> None:
+        self.path = path
+        self.where = where
+        if not isinstance(data, Mapping):
+            raise DataFileError(path, where or "(file)", "expected a mapping")
+        self.data = data
+
+    def _field(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, problem: str) -> DataFileError:
+        return DataFileError(self.path, self._field(key), problem)
+
+    def only(self, allowed: set[str]) -> None:
+        for key in self.data:
+            if key not in allowed:
+                raise self.fail(str(key), f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def text(self, key: str, *, required: bool = True) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "missing")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, "must be a non-empty string")
+        return value.strip()
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(key, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def pairs(self, key: str) -> tuple[tuple[str, str], ...]:
+        value = self.data.get(key, {})
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self.fail(key, "must be a mapping of strings to strings")
+        return tuple(value.items())
+
+    def choice(self, key: str, choices: Iterable[str], default: str) -> str:
+        value = self.data.get(key, default)
+        if value not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}, not {value!r}")
+        return str(value)
+
+    def sub(self, key: str) -> _Fields:
+        return _Fields(self.path, self.data.get(key), self._field(key))
+
+
+def _match(fields: _Fields) -> Match:
+    fields.only(_MATCH_KEYS)
+    qualnames = fields.strings("qualnames")
+    for i, name in enumerate(qualnames):
+        if not _QUALNAME.match(name):
+            raise fields.fail(f"qualnames[{i}]", f"not a dotted name: {name!r}")
+    match = Match(
+        qualnames=qualnames,
+        idiom=fields.text("idiom", required=False),
+        details=fields.strings("details"),
+        analyzer=fields.text("analyzer", required=False),
+    )
+    if not (match.qualnames or match.idiom or match.analyzer):
+        raise fields.fail("qualnames", "a rule must match qualnames, an idiom or an analyzer")
+    if match.details and not match.idiom:
+        raise fields.fail("details", "details need an idiom")
+    return match
+
+
+def _rewrite(fields: _Fields) -> Rewrite:
+    fields.only(_REWRITE_KEYS)
+    rewrite = Rewrite(
+        template=fields.text("template", required=False),
+        transform=fields.text("transform", required=False),
+        params=fields.strings("params"),
+        defaults=fields.pairs("defaults"),
+        options=fields.pairs("options"),
+    )
+    if (rewrite.template is None) == (rewrite.transform is None):
+        raise fields.fail("template", "give exactly one of template and transform")
+    if rewrite.transform is not None and not _NAME.match(rewrite.transform):
+        raise fields.fail("transform", f"not a kebab-case transform name: {rewrite.transform!r}")
+    return rewrite
+
+
+def _examples(fields: _Fields) -> tuple[tuple[Example, ...], tuple[str, ...]]:
+    fields.only({"pairs", "unchanged"})
+    pairs = fields.data.get("pairs", [])
+    if not isinstance(pairs, list):
+        raise fields.fail("pairs", "must be a list")
+    examples = []
+    for i, raw in enumerate(pairs):
+        pair = _Fields(fields.path, raw, f"{fields.where}.pairs[{i}]")
+        pair.only(_EXAMPLE_KEYS)
+        examples.append(
+            Example(
+                before=_code(pair, "before"),
+                after=_code(pair, "after"),
+                fixes=pair.choice("fixes", SAFETIES, "safe"),  # type: ignore[arg-type]
+            )
+        )
+    return tuple(examples), fields.strings("unchanged")
+
+
+def _code(fields: _Fields, key: str) -> str:
+    value = fields.data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise fields.fail(key, "must be a non-empty block of code")
+    return value if value.endswith("\n") else value + "\n"
+
+
+def parse_rule(path: Path, data: Any, display: str) -> Rule:
+    """Validate one parsed YAML document as a rule."""
+    fields = _Fields(display, data)
+    fields.only(_TOP_KEYS)
+    code = fields.text("code") or ""
+    if not _CODE.match(code):
+        raise fields.fail("code", f"must be NM followed by three digits, not {code!r}")
+    name = fields.text("name") or ""
+    if not _NAME.match(name):
+        raise fields.fail("name", f"must be kebab-case, not {name!r}")
+    if path.stem != f"{code}-{name}":
+        raise fields.fail("name", f"file must be named {code}-{name}.yaml")
+    family = FAMILIES[code[2]]
+    if path.parent.name != family:
+        raise fields.fail("code", f"{code} belongs in rules/{family}/")
+
+    match = _match(fields.sub("match"))
+    rewrite = _rewrite(fields.sub("rewrite")) if fields.data.get("rewrite") is not None else None
+    manual = fields.text("manual", required=False)
+    if rewrite is None and manual is None and match.analyzer is None:
+        raise fields.fail("manual", "a rule without a rewrite needs the manual hint")
+    if manual is not None and "\n" in manual:
+        raise fields.fail("manual", "must be one line (it becomes a comment)")
+    if match.analyzer is not None and rewrite is not None:
+        raise fields.fail("rewrite", "analyzer rules report only; they take no rewrite")
+
+    examples: tuple[Example, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    if fields.data.get("examples") is not None:
+        examples, unchanged = _examples(fields.sub("examples"))
+
+    return Rule(
+        code=code,
+        name=name,
+        family=family,
+        summary=fields.text("summary") or "",
+        why=fields.text("why") or "",
+        match=match,
+        rewrite=rewrite,
+        safety=fields.choice("safety", SAFETIES, "safe"),  # type: ignore[arg-type]
+        safety_note=fields.text("safety_note", required=False) or "",
+        replacement=fields.text("replacement", required=False),
+        manual=manual,
+        severity=fields.choice("severity", SEVERITIES, "warning"),  # type: ignore[arg-type]
+        path=display,
+        examples=examples,
+        unchanged=tuple(u if u.endswith("\n") else u + "\n" for u in unchanged),
+    )
+
+
+def load_rule_file(path: Path, root: Path) -> Rule:
+    display = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataFileError(display, "(file)", f"cannot read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(exc).split())
+        raise DataFileError(display, "(file)", f"invalid YAML: {problem}") from exc
+    return parse_rule(path, data, display)
+
+
+def load_rules(root: Path) -> tuple[Rule, ...]:
+    """Every rule under `root`, sorted by code; duplicate codes or names are an error."""
+    if not root.is_dir():
+        raise DataFileError(str(root), "(directory)", "rules directory not found")
+    rules: list[Rule] = []
+    seen_codes: dict[str, str] = {}
+    seen_names: dict[str, str] = {}
+    for path in sorted(root.glob("*/*.yaml")):
+        rule = load_rule_file(path, root)
+        if rule.code in seen_codes:
+            raise DataFileError(
+                rule.path, "code", f"{rule.code} is also used by {seen_codes[rule.code]}"
+            )
+        if rule.name in seen_names:
+            raise DataFileError(
+                rule.path, "name", f"{rule.name} is also used by {seen_names[rule.name]}"
+            )
+        seen_codes[rule.code] = seen_names[rule.name] = rule.path
+        rules.append(rule)
+    stray = [p for p in root.glob("*.yaml")] + [p for p in root.glob("*/*.yml")]
+    if stray:
+        raise DataFileError(str(stray[0]), "(file)", "rule files live in rules/<family>/*.yaml")
+    return tuple(sorted(rules, key=lambda r: r.code))

@@ -1,0 +1,107 @@
+"""Lookup over the loaded rules: by qualified name, idiom, analyzer finding kind or code."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+
+from neuron_migrate.errors import DataFileError
+from neuron_migrate.resources import rules_dir
+from neuron_migrate.ruleset.loader import load_rules
+from neuron_migrate.ruleset.model import Rule
+
+# Every torch_xla import that no more specific import rule covers.
+IMPORT_RULE_CODE = "NM100"
+IMPORT_TRANSFORM = "remove-unused-import"
+
+
+class RuleSet:
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self.rules = rules
+        self._by_code = {rule.code: rule for rule in rules}
+        self._exact: dict[str, Rule] = {}
+        self._prefixes: list[tuple[str, Rule]] = []  # "torch_xla.distributed.fsdp" -> rule
+        self._analyzer: dict[str, Rule] = {}
+        self._idioms: dict[str, list[Rule]] = {}
+        for rule in rules:
+            self._index(rule)
+        # Longest prefix first, so a sub-module rule wins over its parent's.
+        self._prefixes.sort(key=lambda item: len(item[0]), reverse=True)
+
+    def _index(self, rule: Rule) -> None:
+        for name in rule.match.qualnames:
+            if name.endswith(".*"):
+                self._prefixes.append((name[:-2], rule))
+            elif name in self._exact:
+                raise DataFileError(
+                    rule.path,
+                    "match.qualnames",
+                    f"{name} is also matched by {self._exact[name].path}",
+                )
+            else:
+                self._exact[name] = rule
+        if rule.match.analyzer is not None:
+            self._analyzer[rule.match.analyzer] = rule
+        if rule.match.idiom is not None:
+            self._idioms.setdefault(rule.match.idiom, []).append(rule)
+
+    def get(self, code: str) -> Rule:
+        try:
+            return self._by_code[code.upper()]
+        except KeyError:
+            raise KeyError(f"no rule {code}") from None
+
+    def for_qualname(self, qualname: str) -> Rule | None:
+        """Exact name, then the longest module prefix (`mod.*`).
+
+        The catch-all for other torch_xla names is data: a rule matching `torch_xla.*`."""
+        rule = self._exact.get(qualname)
+        if rule is not None:
+            return rule
+        for prefix, prefix_rule in self._prefixes:
+            if qualname == prefix or qualname.startswith(prefix + "."):
+                return prefix_rule
+        return None
+
+    def for_import(self, module: str) -> Rule | None:
+        """The rule for an import statement of `module`: the side-effect backend imports have
+        their own rule; every other torch_xla import is NM100."""
+        rule = self._exact.get(module)
+        if (
+            rule is not None
+            and rule.rewrite is not None
+            and rule.rewrite.transform == IMPORT_TRANSFORM
+        ):
+            return rule
+        if module == "torch_xla" or module.startswith("torch_xla."):
+            return self._by_code.get(IMPORT_RULE_CODE)
+        return None
+
+    def for_idiom(self, kind: str, detail: str | None = None) -> Rule | None:
+        """A rule listing a detail pattern that matches wins over one that takes every detail."""
+        candidates = self._idioms.get(kind, [])
+        if detail is not None:
+            for rule in candidates:
+                if any(fnmatchcase(detail, pattern) for pattern in rule.match.details):
+                    return rule
+        for rule in candidates:
+            if not rule.match.details:
+                return rule
+        return None
+
+    def for_analyzer(self, name: str) -> Rule:
+        try:
+            return self._analyzer[name]
+        except KeyError:
+            raise KeyError(f"no rule for analyzer finding {name!r}") from None
+
+
+@lru_cache(maxsize=8)
+def _load_cached(root: str) -> RuleSet:
+    return RuleSet(load_rules(Path(root)))
+
+
+def load_ruleset(root: Path | None = None) -> RuleSet:
+    """The rules under `root` (default: the bundled rules/), loaded once per process."""
+    return _load_cached(str(root or rules_dir()))

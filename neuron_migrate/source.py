@@ -1,0 +1,69 @@
+"""Reading a source file into text, or a one-line reason why it cannot be read.
+
+Both the scan and the rewrite read files through here, so they reject the same bad input in the
+same words.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import tokenize
+from dataclasses import dataclass
+
+from neuron_migrate.findings import FileError
+
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    text: str
+    data: bytes
+    encoding: str
+
+
+def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes | FileError:
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            return FileError(
+                display,
+                f"too large to scan ({size / 1e6:.1f} MB > {max_bytes / 1e6:.1f} MB limit; "
+                "raise it with --max-file-size)",
+                "too_large",
+            )
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return FileError(display, "symlink loop", "loop")
+        if exc.errno == errno.ENOENT:
+            return FileError(display, "cannot read: dangling symlink or file vanished", "unreadable")
+        return FileError(display, f"cannot read: {exc.strerror or exc}", "unreadable")
+
+
+def decode(data: bytes, display: str) -> SourceFile | FileError:
+    """Decode as Python does: a PEP 263 coding cookie or BOM, else UTF-8."""
+    if b"\x00" in data:
+        return FileError(display, "binary file (contains NUL bytes), not Python source", "binary")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except SyntaxError as exc:
+        return FileError(display, f"bad encoding declaration: {exc.msg}", "encoding")
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        return FileError(display, f"not valid {encoding}{where}", "encoding")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(text, data, encoding)
+
+
+def syntax_error(exc: SyntaxError, display: str) -> FileError:
+    where = f" at line {exc.lineno}" if exc.lineno else ""
+    hint = " (Python 2 code?)" if "print" in (exc.text or "") or "Missing parentheses" in (
+        exc.msg or ""
+    ) else ""
+    return FileError(display, f"syntax error{where}: {exc.msg}{hint}", "syntax")

@@ -1,0 +1,219 @@
+"""`torch.compile(backend="neuron")`: static shapes, whole-graph lowering, every compile counted.
+
+The backend hands the graph to AOTAutograd, which looks through `NeuronTensor` (a traceable
+subclass) and produces plain CPU aten graphs for forward and backward. Each graph is checked
+against the matrix: an op that is not native cannot be lowered, and the compile fails naming
+the op and the user's source line, as TorchNeuron does by default. Accepted graphs run on CPU.
+
+Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import torch
+
+from neuron_sim.errors import NeuronCompileError
+from neuron_sim.policy import NATIVE, OpPolicy
+from neuron_sim.recorder import Compile, ProcessTrace
+from neuron_sim.source import _is_user_file
+
+BACKEND_NAME = "neuron"
+_policy: OpPolicy | None = None
+_seen_frames: set[int] = set()
+_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _user_line(node: torch.fx.Node) -> str | None:
+    """The innermost user frame of the stack trace dynamo stored on a graph node."""
+    stack = node.meta.get("stack_trace") or ""
+    frames = [(path, line) for path, line in _FRAME_LINE.findall(stack) if _is_user_file(path)]
+    if not frames:
+        return None
+    path, line = frames[-1]
+    return f"{path}:{line}"
+
+
+def _compiled_function() -> str | None:
+    """`file:line (name)` of the Python function dynamo is compiling right now."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        code = InstructionTranslator.current_tx().f_code
+    except Exception:  # private API: a missing name only costs the label
+        return None
+    return f"{code.co_filename}:{code.co_firstlineno} ({code.co_name})"
+
+
+def _signature(example_inputs: list[Any]) -> str:
+    parts = []
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            shape = "x".join(str(s) for s in value.shape) or "scalar"
+            dtype = str(value.dtype).removeprefix("torch.")
+            parts.append(f"{dtype}[{shape}]@{value.device.type}")
+        else:
+            parts.append(type(value).__name__)
+    return ", ".join(parts)
+
+
+def _dynamic_inputs(example_inputs: list[Any]) -> bool:
+    for value in example_inputs:
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, torch.Tensor) and any(
+            isinstance(s, torch.SymInt) for s in value.shape
+        ):
+            return True
+    return False
+
+
+def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
+    """Raise if `gm` holds an op that is not native; return its op count."""
+    assert _policy is not None
+    count = 0
+    refused: dict[str, str | None] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            count += 1
+            status = _policy.record_for(target.name()).status
+            if status != NATIVE and target.name() not in refused:
+                refused[target.name()] = f"{status}" + (
+                    f", {line}" if (line := _user_line(node)) else ""
+                )
+        elif isinstance(target, torch._ops.HigherOrderOperator):
+            count += 1
+    if refused:
+        listing = "; ".join(f"{op} ({why})" for op, why in refused.items())
+        message = f"{which} graph contains ops that cannot be lowered to neuron: {listing}"
+        record.ok = False
+        record.error = message
+        raise NeuronCompileError(message)
+    return count
+
+
+def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Any:
+    """The dynamo backend registered as "neuron"."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    assert _policy is not None
+    compile_id = torch._guards.CompileContext.current_compile_id()
+    frame = compile_id.frame_id if compile_id is not None else -1
+    record = Compile(
+        frame=frame,
+        graph=_compiled_function() or f"frame {frame}",
+        signature=_signature(example_inputs),
+        recompile=frame in _seen_frames,
+    )
+    _seen_frames.add(frame)
+    _policy.trace.compiles.append(record)
+    if _dynamic_inputs(example_inputs):
+        record.ok = False
+        record.error = "dynamic shapes"
+        raise NeuronCompileError(
+            "the neuron backend compiles static shapes only, but this graph has symbolic "
+            "(dynamic) shapes; compile with dynamic=False"
+        )
+
+    def forward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        record.forward_ops = _check_graph("forward", record, graph)
+        return make_boxed_func(graph.forward)
+
+    def backward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        record.backward_ops = _check_graph("backward", record, graph)
+        return make_boxed_func(graph.forward)
+
+    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler)(
+        gm, example_inputs
+    )
+
+
+@functools.cache
+def _register_backend() -> None:
+    import torch._dynamo
+    from torch._dynamo.backends.registry import register_backend
+
+    register_backend(neuron_backend, name=BACKEND_NAME)
+    # Past the recompile limit dynamo silently runs eager; a neuron run must say so.
+    torch._dynamo.config.fail_on_recompile_limit_hit = True
+    # A second shape would otherwise turn on automatic dynamic shapes, which neuron refuses.
+    torch._dynamo.config.automatic_dynamic_shapes = False
+    _count_recompile_limit_hits()
+
+
+def _count_recompile_limit_hits() -> None:
+    from torch._dynamo import convert_frame
+
+    original = convert_frame.exceeds_recompile_limit
+
+    @functools.wraps(original)
+    def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if result[0] and _policy is not None:
+            _policy.trace.recompile_limit_hits += 1
+        return result
+
+    convert_frame.exceeds_recompile_limit = exceeds_recompile_limit
+
+
+def _is_neuron(backend: Any) -> bool:
+    return backend == BACKEND_NAME or backend is neuron_backend
+
+
+def install(policy: OpPolicy) -> None:
+    """Wrap `torch.compile` so a neuron compile is static-shaped and registered on first use."""
+    global _policy
+    _policy = policy
+    original_compile = torch.compile
+
+    @functools.wraps(original_compile)
+    def compile(model: Any = None, **options: Any) -> Any:  # noqa: A001 -- torch.compile's name
+        backend = options.get("backend")
+        if backend is None:
+            _register_backend()
+            from torch._dynamo.backends.registry import get_default_backend
+
+            backend = get_default_backend()
+            if backend == "inductor":
+                # TorchNeuron picks its backend when the code runs on a neuron device.
+                backend = BACKEND_NAME
+            options["backend"] = backend
+        if _is_neuron(backend):
+            _register_backend()
+            if options.get("dynamic") is True:
+                raise NeuronCompileError(
+                    'torch.compile(backend="neuron") does not support dynamic=True: '
+                    "TorchNeuron compiles static shapes and recompiles once per new input shape"
+                )
+            options["dynamic"] = False
+        return original_compile(model, **options) if model is not None else original_compile(
+            **options
+        )
+
+    torch.compile = compile  # type: ignore[assignment]
+    import sys
+
+    if "torch._dynamo" in sys.modules:
+        _register_backend()
+
+
+def update_trace(trace: ProcessTrace) -> None:
+    """Copy dynamo's own counters into the trace just before it is written."""
+    trace.graph_breaks = graph_break_count()
+
+
+def graph_break_count() -> int:
+    """How many graph breaks dynamo has taken in this process (0 if dynamo never loaded)."""
+    import sys
+
+    if "torch._dynamo.utils" not in sys.modules:
+        return 0
+    counters = sys.modules["torch._dynamo.utils"].counters
+    return int(sum(counters["graph_break"].values()))

@@ -1,0 +1,69 @@
+"""Small patches to torch where a pure-Python backend cannot register what C++ backends do."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any
+
+import torch
+import torch.accelerator
+
+from neuron_sim import device_module
+from neuron_sim.tensor import NeuronTensor
+
+
+def apply() -> None:
+    _synchronize_is_a_no_op()
+    _pinned_memory_is_pageable()
+    _accelerator_memory_reads_the_ledger()
+    # Optimizers pick foreach (multi-tensor) kernels for plain tensors on accelerators; neuron
+    # parameters are a subclass, which would otherwise send them down the per-tensor loop.
+    importlib.import_module("torch.optim.optimizer")._foreach_supported_types.append(NeuronTensor)
+    # With a PrivateUse1 device guard the autograd engine runs backward on a device thread with
+    # its own OpenMP team, about twice as slow on small machines. Run it inline instead
+    # (thread-local: threads that start their own backward keep the default).
+    torch._C._set_multithreading_enabled(False)
+
+
+def _synchronize_is_a_no_op() -> None:
+    # The Python DeviceGuard cannot synchronize streams; ops run eagerly, nothing to wait for.
+    original = torch.accelerator.synchronize
+
+    @functools.wraps(original)
+    def synchronize(device: Any = None, /) -> None:
+        if device is None or torch.device(device).type == "neuron" or isinstance(device, int):
+            return
+        original(device)
+
+    torch.accelerator.synchronize = synchronize
+
+
+def _pinned_memory_is_pageable() -> None:
+    # torch cannot take a pinned-memory allocator from Python, so `pin_memory()` (and
+    # DataLoader(pin_memory=True)) would fail; host tensors stay pageable instead.
+    def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
+        return self
+
+    def is_pinned(self: torch.Tensor, device: Any = None) -> bool:
+        return False
+
+    torch.Tensor.pin_memory = pin_memory  # type: ignore[method-assign,assignment]
+    torch.Tensor.is_pinned = is_pinned  # type: ignore[method-assign,assignment]
+
+
+def _accelerator_memory_reads_the_ledger() -> None:
+    # torch.accelerator's memory functions ask the C++ allocator, which a Python backend lacks.
+    for name in (
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+        "memory_stats",
+        "reset_peak_memory_stats",
+        "reset_accumulated_memory_stats",
+        "empty_cache",
+    ):
+        replacement = getattr(device_module, name)
+        setattr(torch.accelerator, name, replacement)
+        setattr(torch.accelerator.memory, name, replacement)

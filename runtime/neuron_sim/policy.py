@@ -1,0 +1,104 @@
+"""The compatibility matrix deciding each op: native runs, cpu_fallback runs and warns once,
+unsupported raises. Verdicts are looked up once per OpOverload and cached on its `OpRecord`."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Protocol
+
+from neuron_sim.errors import NeuronUnsupportedOpError
+from neuron_sim.recorder import Downcast, OpRecord, ProcessTrace
+from neuron_sim.source import user_location
+
+NATIVE = "native"
+CPU_FALLBACK = "cpu_fallback"
+UNSUPPORTED = "unsupported"
+
+
+class NeuronFallbackWarning(UserWarning):
+    """An op ran on the CPU because the target TorchNeuron release has no device kernel for it."""
+
+
+class NeuronDowncastWarning(UserWarning):
+    """A dtype the device does not have is stored and computed in a narrower one."""
+
+
+class _Verdict(Protocol):
+    status: str
+    source: str | None
+    note: str | None
+
+
+class _Matrix(Protocol):
+    version: str
+
+    def op_status(self, op: str) -> _Verdict: ...
+    def dtype_rule(self, dtype: str) -> Any: ...
+    def memory_format_status(self, memory_format: str) -> Any: ...
+
+
+class OpPolicy:
+    """Per-process view of one matrix version, recording into one `ProcessTrace`."""
+
+    def __init__(self, matrix: _Matrix, trace: ProcessTrace) -> None:
+        self.matrix = matrix
+        self.trace = trace
+
+    def record_for(self, name: str) -> OpRecord:
+        """The cached record for the op called `name` (`aten::add.Tensor`), created on first use."""
+        record = self.trace.ops.get(name)
+        if record is None:
+            verdict = self.matrix.op_status(name)
+            record = OpRecord(name, verdict.status, verdict.source, verdict.note)
+            self.trace.ops[name] = record
+        return record
+
+    def first_use(self, record: OpRecord) -> None:
+        """Called the first time an op runs in this process (count still 0)."""
+        record.first_location = user_location()
+        if record.status == CPU_FALLBACK:
+            _warn_at(
+                f"{record.name} has no neuron kernel in torch-neuronx {self.matrix.version}; "
+                "it runs on the CPU",
+                NeuronFallbackWarning,
+                record.first_location,
+            )
+
+    def refuse(self, record: OpRecord) -> NeuronUnsupportedOpError:
+        """Record a refused call and build the error to raise."""
+        location = user_location()
+        record.refused += 1
+        if record.first_location is None:
+            record.first_location = location
+        error = NeuronUnsupportedOpError(record.name, location, record.note)
+        self.trace.refusals.append({"op": record.name, "location": location, "message": str(error)})
+        return error
+
+    def downcast_rule(self, dtype_name: str) -> str | None:
+        """The dtype that `dtype_name` runs as on the device, or None if it runs as itself."""
+        rule = self.matrix.dtype_rule(dtype_name)
+        runs_as = getattr(rule, "runs_as", None)
+        return runs_as if runs_as and runs_as != dtype_name else None
+
+    def note_downcast(self, dtype_name: str, runs_as: str) -> None:
+        """Count a tensor created in a downcast dtype; warn the first time."""
+        entry = self.trace.downcasts.get(dtype_name)
+        if entry is None:
+            entry = Downcast(dtype_name, runs_as, first_location=user_location())
+            self.trace.downcasts[dtype_name] = entry
+            _warn_at(
+                f"{dtype_name} is not a neuron device dtype: {dtype_name} tensors are stored and "
+                f"computed as {runs_as} and still report {dtype_name}",
+                NeuronDowncastWarning,
+                entry.first_location,
+            )
+        entry.count += 1
+
+
+def _warn_at(message: str, category: type[Warning], location: str | None) -> None:
+    """Warn as if from the user's line, so the message points at their code."""
+    if location is None:
+        warnings.warn(message, category, stacklevel=3)
+        return
+    filename, _, line = location.rpartition(":")
+    warnings.warn_explicit(message, category, filename, int(line))

@@ -1,0 +1,162 @@
+"""What one process did on the simulated device, written as JSON when the process exits.
+
+Ops are counted on their `OpRecord` (one per OpOverload, owned by `policy`), so the hot path
+is one attribute increment; everything else here is rare and may be slow.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import Any
+
+TRACE_FORMAT = "neuron-sim-process-trace"
+TRACE_FORMAT_VERSION = 1
+
+
+@dataclass
+class OpRecord:
+    """One aten (or c10d) op overload: its verdict and how often this process ran it."""
+
+    name: str
+    status: str  # "native" | "cpu_fallback" | "unsupported"
+    evidence: str | None
+    note: str | None
+    count: int = 0
+    refused: int = 0
+    first_location: str | None = None
+
+
+@dataclass
+class Downcast:
+    dtype: str
+    runs_as: str
+    count: int = 0
+    first_location: str | None = None
+
+
+@dataclass
+class Compile:
+    """One call of the `neuron` dynamo backend: a graph for one input signature."""
+
+    frame: int  # dynamo's id for the compiled Python frame (recompiles share it)
+    graph: str  # the user source line of the graph's first op
+    signature: str  # dtype[shape]@device of every input, parameters included
+    recompile: bool = False
+    forward_ops: int = 0
+    backward_ops: int = 0
+    ok: bool = True
+    error: str | None = None
+
+
+@dataclass
+class ProcessTrace:
+    target: str
+    started: float = field(default_factory=time.time)
+    started_monotonic: float = field(default_factory=time.perf_counter)
+    ops: dict[str, OpRecord] = field(default_factory=dict)
+    downcasts: dict[str, Downcast] = field(default_factory=dict)
+    refusals: list[dict[str, str | None]] = field(default_factory=list)
+    compiles: list[Compile] = field(default_factory=list)
+    graph_breaks: int = 0
+    recompile_limit_hits: int = 0
+    used_device: bool = False
+    before_write: list[Callable[[ProcessTrace], None]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "format_version": TRACE_FORMAT_VERSION,
+            "target": self.target,
+            "process": {
+                "pid": os.getpid(),
+                "rank": _int_env("RANK"),
+                "local_rank": _int_env("LOCAL_RANK"),
+                "world_size": _int_env("WORLD_SIZE"),
+                "argv": list(sys.argv),
+                "started": self.started,
+                "wall_time_s": round(time.perf_counter() - self.started_monotonic, 6),
+            },
+            "ops": [
+                {
+                    "op": r.name,
+                    "status": r.status,
+                    "count": r.count,
+                    "refused": r.refused,
+                    "first_location": r.first_location,
+                    "evidence": r.evidence,
+                    "note": r.note,
+                }
+                for r in self.ops.values()
+                if r.count or r.refused
+            ],
+            "downcasts": [vars(d) for d in self.downcasts.values()],
+            "refusals": self.refusals,
+            "compiles": [vars(c) for c in self.compiles],
+            "graph_breaks": self.graph_breaks,
+            "recompile_limit_hits": self.recompile_limit_hits,
+        }
+
+    def has_content(self) -> bool:
+        return bool(
+            self.used_device
+            or self.compiles
+            or self.refusals
+            or any(r.count or r.refused for r in self.ops.values())
+        )
+
+    def reset_after_fork(self) -> None:
+        """A forked child starts its own trace instead of repeating its parent's counts."""
+        self.started = time.time()
+        self.started_monotonic = time.perf_counter()
+        for record in self.ops.values():
+            record.count = record.refused = 0
+        self.downcasts.clear()
+        self.refusals.clear()
+        self.compiles.clear()
+        self.graph_breaks = self.recompile_limit_hits = 0
+        self.used_device = False
+
+
+def _int_env(name: str) -> int | None:
+    value = os.environ.get(name)
+    return int(value) if value and value.lstrip("-").isdigit() else None
+
+
+def write_at_exit(trace: ProcessTrace, directory: str) -> None:
+    """Write `trace` into `directory` when this process ends (normal exit or multiprocessing).
+
+    Processes that never touched the device (a torchrun launcher, say) write nothing.
+    """
+    written_by: set[int] = set()
+
+    def write() -> None:
+        pid = os.getpid()
+        if pid in written_by:
+            return
+        for update in trace.before_write:
+            update(trace)
+        if not trace.has_content():
+            return
+        written_by.add(pid)
+        path = os.path.join(directory, f"trace-{pid}.json")
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(trace.as_json(), fh)
+        os.replace(tmp, path)
+
+    atexit.register(write)
+    # Forked multiprocessing children leave through os._exit, skipping atexit; their
+    # finalizers still run.
+    import multiprocessing.util
+
+    def register_in_child() -> None:
+        trace.reset_after_fork()
+        multiprocessing.util.Finalize(None, write, exitpriority=-100)
+
+    os.register_at_fork(after_in_child=register_in_child)

@@ -1,0 +1,359 @@
+"""`NeuronTensor`: a tensor that reports `device=neuron:0` and keeps its data in a CPU tensor.
+
+Every aten op on it reaches `dispatch`, which asks the matrix about the op, records it, unwraps
+the CPU payloads, runs the CPU kernel and wraps the results. The same `dispatch` serves the
+PrivateUse1 kernels (factories and the few ops torch runs below the Python key), so one code
+path decides every op. This is the hot path of the runtime: it avoids pytree, caches all
+per-op facts on `_Op`, and touches nothing it does not need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._ops import OpOverload
+
+from neuron_sim.errors import NeuronSimError
+from neuron_sim.memory import LEDGER
+from neuron_sim.policy import UNSUPPORTED, OpPolicy
+from neuron_sim.recorder import OpRecord
+
+_CPU = torch.device("cpu")
+_FAKE_MODE_KEY = torch._C._TorchDispatchModeKey.FAKE
+_get_dispatch_mode = torch._C._get_dispatch_mode
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+_Tensor = torch.Tensor
+
+# Filled in by `bind()` once the backend is renamed and the matrix is loaded.
+_NEURON: torch.device = _CPU
+_policy: OpPolicy | None = None
+_DOWNCAST: dict[torch.dtype, torch.dtype] = {}  # logical dtype -> storage dtype (float64 -> float32)
+_UPCAST: dict[torch.dtype, torch.dtype] = {}  # storage dtype -> logical dtype
+_ALLOWED_MEMORY_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
+_MEMORY_FORMAT_MESSAGE = "Neuron tensors only support contiguous or preserve memory format"
+
+# Ops that take a non-scalar CPU tensor beside a neuron tensor on a real device too: the
+# transfers, and indexing with CPU index tensors.
+_CPU_TENSOR_OK = {
+    "aten::_to_copy",
+    "aten::copy_",
+    "aten::_copy_from",
+    "aten::_copy_from_and_resize",
+    "aten::index.Tensor",
+    "aten::index_put_",
+    "aten::index_put",
+    "aten::_index_put_impl_",
+    "aten::lift_fresh",
+    "aten::lift_fresh_copy",
+    "aten::set_.source_Tensor",
+}
+
+
+class NeuronTensor(torch.Tensor):
+    """A tensor on the simulated `neuron` device; its data lives in `_elem`, a CPU tensor."""
+
+    _elem: torch.Tensor
+    _downcast = False  # True when the logical dtype (float64) is wider than `_elem`'s
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def,override]
+        return dispatch(func, args, kwargs)
+
+    # "Traceable" subclass: torch.compile and swap_tensors (model.to keeps Parameter identity)
+    # look through it to the CPU payload.
+    def __tensor_flatten__(self) -> tuple[list[str], torch.dtype]:
+        return ["_elem"], self.dtype
+
+    @staticmethod
+    def __tensor_unflatten__(  # type: ignore[no-untyped-def]
+        inner_tensors, logical_dtype, outer_size, outer_stride
+    ):
+        return wrap(inner_tensors["_elem"], logical_dtype is not inner_tensors["_elem"].dtype)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        # Format a host copy: formatting runs ops (isfinite, masked_select, double) that would
+        # otherwise be recorded, warned about and counted as the user's.
+        if tensor_contents is None:
+            host = self._elem.detach()
+            if self._downcast:
+                host = host.to(self.dtype)
+            tensor_contents = torch._tensor_str._tensor_str(host, len("tensor("))
+        text = torch._tensor_str._str(self, tensor_contents=tensor_contents)
+        text = "tensor(" + text.removeprefix(f"{type(self).__name__}(")  # as a plain tensor prints
+        return f"Parameter containing:\n{text}" if getattr(self, "_is_param", False) else text
+
+    def __format__(self, format_spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def tolist(self) -> Any:
+        return self.cpu().tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise TypeError(
+            "can't convert neuron:0 device type tensor to numpy. "
+            "Use Tensor.cpu() to copy the tensor to host memory first."
+        )
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        from neuron_sim.serialization import rebuild_neuron_tensor
+
+        cpu = self.detach().cpu()
+        return rebuild_neuron_tensor, (cpu, self.requires_grad, bool(getattr(self, "_is_param", False)))
+
+
+class _Op:
+    """What `dispatch` needs to know about one OpOverload, computed once."""
+
+    __slots__ = ("cpu_tensor_ok", "func", "out_alias", "record", "refused")
+
+    def __init__(self, func: OpOverload, record: OpRecord) -> None:
+        name = record.name
+        self.func = func
+        self.record = record
+        self.refused = record.status == UNSUPPORTED
+        self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
+        self.out_alias = _written_outputs(func)
+
+
+def _written_outputs(func: OpOverload) -> tuple[tuple[int, str], ...] | None:
+    """For in-place and `out=` ops: the (position, name) of the argument each output aliases."""
+    schema = func._schema
+    if not schema.returns:
+        return None
+    arguments = list(schema.arguments)
+    aliases = []
+    for ret in schema.returns:
+        info = ret.alias_info
+        if info is None or not info.is_write:
+            return None
+        for position, arg in enumerate(arguments):
+            if arg.alias_info is not None and arg.alias_info.before_set == info.before_set:
+                aliases.append((-1 if arg.kwarg_only else position, arg.name))
+                break
+        else:
+            return None
+    return tuple(aliases)
+
+
+_OPS: dict[OpOverload, _Op] = {}
+
+
+def _describe(func: OpOverload) -> _Op:
+    assert _policy is not None, "neuron_sim is not installed"
+    op = _OPS[func] = _Op(func, _policy.record_for(func.name()))
+    return op
+
+
+def wrap(elem: torch.Tensor, downcast: bool = False) -> NeuronTensor:
+    """A fresh neuron wrapper around the CPU tensor `elem`."""
+    dtype = elem.dtype
+    if downcast:
+        logical = _UPCAST.get(dtype)
+        downcast = logical is not None
+        if logical is not None:
+            dtype = logical
+    wrapper = _make_wrapper(
+        NeuronTensor,
+        elem.size(),
+        strides=elem.stride(),
+        storage_offset=elem.storage_offset(),
+        dtype=dtype,
+        device=_NEURON,
+        layout=elem.layout,
+    )
+    wrapper._elem = elem
+    if downcast:
+        wrapper._downcast = True
+    if type(elem) is _Tensor:  # not the FakeTensors torch.compile traces with
+        LEDGER.track(elem)
+    return wrapper
+
+
+def _mixing_error() -> RuntimeError:
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        "neuron:0 and cpu!"
+    )
+
+
+def _unwrap_list(seq: Any, check_cpu: bool) -> tuple[list[Any], bool]:
+    out = []
+    downcast = False
+    for item in seq:
+        if type(item) is NeuronTensor:
+            out.append(item._elem)
+            if item._downcast:
+                downcast = True
+        else:
+            if check_cpu and isinstance(item, _Tensor) and item.dim():
+                raise _mixing_error()
+            out.append(item)
+    return out, downcast
+
+
+def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any], bool]:
+    mapped = {}
+    downcast = False
+    for key, value in kwargs.items():
+        kind = type(value)
+        if kind is NeuronTensor:
+            value = value._elem
+        elif kind is torch.device:
+            if value.type == "neuron":
+                value = _CPU
+        elif kind is torch.dtype:
+            narrow = _DOWNCAST.get(value)
+            if narrow is not None:
+                _note_downcast(value, narrow)
+                value = narrow
+                downcast = True
+        elif kind is list or kind is tuple:
+            value, inner = _unwrap_list(value, check_cpu)
+            downcast |= inner
+        elif kind is torch.memory_format:
+            if value not in _ALLOWED_MEMORY_FORMATS:
+                raise _refuse_memory_format(value)
+        elif check_cpu and isinstance(value, _Tensor) and value.dim():
+            raise _mixing_error()
+        mapped[key] = value
+    return mapped, downcast
+
+
+def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+    """Run `func` for neuron tensors: decide, record, unwrap, run on CPU, wrap."""
+    op = _OPS.get(func) or _describe(func)
+    tracing = _get_dispatch_mode(_FAKE_MODE_KEY) is not None
+    if not tracing:  # while torch.compile traces, the graph check decides instead
+        record = op.record
+        if op.refused:
+            assert _policy is not None
+            raise _policy.refuse(record)
+        if record.count == 0:
+            assert _policy is not None
+            _policy.first_use(record)
+        record.count += 1
+    if func is _TO_COPY:
+        return _to_copy(args[0], kwargs or {})
+
+    check_cpu = not (tracing or op.cpu_tensor_ok)
+    downcast = False
+    unwrapped = []
+    for arg in args:
+        kind = type(arg)
+        if kind is NeuronTensor:
+            unwrapped.append(arg._elem)
+            if arg._downcast:
+                downcast = True
+        elif kind is list or kind is tuple:
+            if arg and type(arg[0]) is not int:
+                arg, inner = _unwrap_list(arg, check_cpu)
+                downcast |= inner
+            unwrapped.append(arg)
+        elif kind is torch.device:
+            unwrapped.append(_CPU if arg.type == "neuron" else arg)
+        else:
+            if check_cpu and isinstance(arg, _Tensor) and arg.dim():
+                raise _mixing_error()
+            unwrapped.append(arg)
+    if kwargs:
+        kwargs, inner = _map_kwargs(kwargs, check_cpu)
+        downcast |= inner
+        result = func(*unwrapped, **kwargs)
+    else:
+        result = func(*unwrapped)
+
+    if op.out_alias is not None:
+        return _written_arguments(op.out_alias, args, kwargs)
+    kind = type(result)
+    if kind is _Tensor:
+        return wrap(result, downcast)
+    if kind is tuple or kind is list:
+        if tracing:  # torch.compile traces with FakeTensors, a Tensor subclass
+            return kind(wrap(r, downcast) if isinstance(r, _Tensor) else r for r in result)
+        return kind(wrap(r, downcast) if type(r) is _Tensor else r for r in result)
+    if tracing and isinstance(result, _Tensor):
+        return wrap(result, downcast)
+    return result
+
+
+def _written_arguments(
+    aliases: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+) -> Any:
+    """In-place and `out=` ops return the very objects they wrote to."""
+    outputs = [
+        args[position] if 0 <= position < len(args) else (kwargs or {})[name]
+        for position, name in aliases
+    ]
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _to_copy(src: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+    """Moves between devices and dtypes; the only op that may leave the device."""
+    device = kwargs.get("device")
+    dtype = kwargs.get("dtype")
+    memory_format = kwargs.get("memory_format")
+    if memory_format not in _ALLOWED_MEMORY_FORMATS:
+        raise _refuse_memory_format(memory_format)
+    is_neuron = type(src) is NeuronTensor
+    elem = src._elem if is_neuron else src
+    logical = dtype if dtype is not None else src.dtype
+    leaving = device is not None and device.type != "neuron"
+    copy_kwargs = dict(kwargs)
+    if leaving:  # to the host: the logical dtype comes back (float64 again)
+        copy_kwargs["dtype"] = logical
+        return torch.ops.aten._to_copy.default(elem, **copy_kwargs)
+    copy_kwargs["device"] = _CPU
+    narrow = _DOWNCAST.get(logical)
+    if narrow is not None:
+        copy_kwargs["dtype"] = narrow
+        if not is_neuron or not src._downcast:
+            _note_downcast(logical, narrow)
+    elif dtype is None:
+        copy_kwargs.pop("dtype", None)
+    return wrap(torch.ops.aten._to_copy.default(elem, **copy_kwargs), narrow is not None)
+
+
+def _note_downcast(logical: torch.dtype, narrow: torch.dtype) -> None:
+    if _policy is not None and _get_dispatch_mode(_FAKE_MODE_KEY) is None:
+        _policy.note_downcast(_dtype_name(logical), _dtype_name(narrow))
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _refuse_memory_format(memory_format: Any) -> NeuronSimError:
+    from neuron_sim.source import user_location
+
+    location = user_location()
+    message = _MEMORY_FORMAT_MESSAGE + (f" (got {memory_format} at {location})" if location else "")
+    if _policy is not None:
+        _policy.trace.refusals.append(
+            {"op": f"memory_format={memory_format}", "location": location, "message": message}
+        )
+    return NeuronSimError(message)
+
+
+_TO_COPY = torch.ops.aten._to_copy.default
+
+
+def bind(policy: OpPolicy, neuron: torch.device) -> None:
+    """Connect the dispatcher to the installed device and matrix (called once by `install`)."""
+    global _NEURON, _policy
+    _NEURON = neuron
+    _policy = policy
+    for logical in (torch.float64, torch.complex128):
+        runs_as = policy.downcast_rule(_dtype_name(logical))
+        if runs_as is not None:
+            narrow = getattr(torch, runs_as)
+            _DOWNCAST[logical] = narrow
+            _UPCAST[narrow] = logical
+    rule = policy.matrix.memory_format_status("channels_last")
+    message = getattr(rule, "message", None)
+    if message:
+        global _MEMORY_FORMAT_MESSAGE
+        _MEMORY_FORMAT_MESSAGE = message

@@ -1,0 +1,85 @@
+"""A tree holding one file of each bad kind: each is reported under `errors`, the rest is scanned."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from neuron_migrate import api
+from neuron_migrate.cli import app
+
+GOOD = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+
+
+@pytest.fixture
+def bad_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "good.py").write_text(GOOD)
+    (root / "py2.py").write_text('import torch_xla\nprint "hello"\n')
+    (root / "latin1.py").write_bytes(b"import torch\nname = '\xe9t\xe9'\n")
+    (root / "blob.py").write_bytes(b"\x7fELF\x00\x01\x02torch" * 10)
+    (root / "empty.py").write_bytes(b"")
+    (root / "dangling.py").symlink_to(root / "missing-target.py")
+    (root / "loop.py").symlink_to(root / "loop.py")
+    (root / "generated.py").write_text("import torch\n" + "x = torch.zeros(1)\n" * 300_000)
+    (root / "sub").mkdir()
+    (root / "sub" / "also_good.py").write_text(GOOD)
+    (root / "sub" / "cycle").symlink_to(root / "sub")  # a folder loop: never followed
+    return root
+
+
+def test_each_bad_file_is_reported_and_the_rest_scanned(bad_tree: Path) -> None:
+    report = api.scan(bad_tree, jobs=2, use_cache=False)
+    kinds = {e.path: e.kind for e in report.errors}
+    assert kinds == {
+        "py2.py": "syntax",
+        "latin1.py": "encoding",
+        "blob.py": "binary",
+        "dangling.py": "unreadable",
+        "loop.py": "loop",
+        "generated.py": "too_large",
+    }
+    assert all("\n" not in e.reason and e.reason for e in report.errors)
+    assert {s["path"] for s in report.skipped} == {"empty.py"}
+    assert {f.path for f in report.findings} == {"good.py", "sub/also_good.py"}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_permission_denied_is_reported(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text(GOOD)
+    secret.chmod(0)
+    report = api.scan(tmp_path, jobs=1, use_cache=False)
+    assert [e.kind for e in report.errors] == ["unreadable"]
+
+
+def test_cli_json_on_bad_tree_has_no_traceback(bad_tree: Path) -> None:
+    result = CliRunner().invoke(app, ["scan", str(bad_tree), "--format", "json", "--no-cache"])
+    # The findings left are torch_xla uses, not unsupported ops: the default gate passes.
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert len(payload["errors"]) == 6
+    assert "Traceback" not in result.output
+
+
+def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from tests.scan.cli_helpers import run_cli
+
+    code, out, err = run_cli(["scan", str(tmp_path / "nope")])
+    assert code == 2
+    assert out == ""
+    assert err.strip().count("\n") == 0 and "no such file or directory" in err
+
+
+def test_unknown_target_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from tests.scan.cli_helpers import run_cli
+
+    (tmp_path / "a.py").write_text(GOOD)
+    code, _, err = run_cli(["scan", str(tmp_path), "--target", "9.9.9"])
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "9.9.9" in err

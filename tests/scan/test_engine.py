@@ -1,0 +1,53 @@
+"""The engine: prefilter, cache and workers give the same findings as a plain run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from neuron_migrate import api
+from neuron_migrate.discover import may_hold_findings
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+
+def _key(report: api.ScanReport) -> list[tuple[str, int, int, str, str]]:
+    return sorted((f.path, f.line, f.col, f.code, f.api) for f in report.findings)
+
+
+def test_prefilter_never_skips_a_file_with_findings() -> None:
+    for path in sorted(FIXTURES.rglob("*.py")):
+        report = api.scan(path, jobs=1, use_cache=False)
+        if report.findings:
+            assert may_hold_findings(path.read_bytes()), path
+
+
+def test_prefilter_skips_plain_python(tmp_path: Path) -> None:
+    (tmp_path / "util.py").write_text("def add(a, b):\n    return sorted([a, b])\n")
+    report = api.scan(tmp_path, jobs=1, use_cache=False)
+    assert report.files_prefiltered == 1 and report.files_analyzed == 0
+
+
+def test_cache_and_workers_agree_with_a_plain_run(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "analyze", tree)
+    cache = tmp_path / "cache"
+    plain = api.scan(tree, jobs=1, use_cache=False)
+    cold = api.scan(tree, jobs=2, cache_dir=cache)
+    warm = api.scan(tree, jobs=2, cache_dir=cache)
+    assert _key(plain) == _key(cold) == _key(warm)
+    assert cold.files_cached == 0
+    assert warm.files_cached == warm.files_analyzed > 0
+
+
+def test_changed_file_is_rescanned(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    (tmp_path / "b.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    cache = tmp_path / "cache"
+    api.scan(tmp_path, jobs=1, cache_dir=cache)
+    (tmp_path / "b.py").write_text("import torch_xla.core.xla_model as xm\nxm.xla_device()\n")
+    again = api.scan(tmp_path, jobs=1, cache_dir=cache)
+    assert again.files_cached == 1
+    assert {f.api for f in again.findings if f.path == "b.py"} == {
+        "torch_xla.core.xla_model.xla_device"
+    }
