@@ -55,9 +55,7 @@ class ResultCache:
     def flush(self) -> None:
         if self._pending:
             with self._db:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO results VALUES (?, ?)", self._pending
-                )
+                self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", self._pending)
             self._pending.clear()
 
     def close(self) -> None:

@@ -13,8 +13,22 @@ from neuron_migrate.errors import UsageError
 
 SOURCE_SUFFIXES = (".py",)
 _SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".neuron-migrate-cache"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "node_modules",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "site-packages",
+        ".neuron-migrate-cache",
+    }
 )
 
 # A file can hold a finding only if it names torch or torch_xla (every API finding resolves
@@ -50,8 +64,10 @@ def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
         dirnames[:] = sorted(
-            d for d in dirnames
-            if d not in _SKIP_DIRS and not d.endswith(".egg-info")
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS
+            and not d.endswith(".egg-info")
             and not _excluded(rel_dir + d, exclude)
         )
         for name in sorted(filenames):
@@ -64,6 +80,4 @@ def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
 
 
 def _excluded(display: str, patterns: tuple[str, ...]) -> bool:
-    return any(
-        fnmatch.fnmatch(display, p) or fnmatch.fnmatch(display + "/", p) for p in patterns
-    )
+    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(display + "/", p) for p in patterns)

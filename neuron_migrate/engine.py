@@ -69,7 +69,9 @@ def analyze_source(text: str, display: str, target: str) -> FileResult:
         sites = find_sites(text, tree)
         classified = classify_sites(context_for(target), display, text, sites)
     except RecursionError:
-        return FileResult(display, error=FileError(display, "too deeply nested to analyze", "internal"))
+        return FileResult(
+            display, error=FileError(display, "too deeply nested to analyze", "internal")
+        )
     except Exception as exc:  # a bug of ours: report it for this file, keep going
         reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
         return FileResult(display, error=FileError(display, reason, "internal"))
@@ -126,9 +128,13 @@ def scan_files(
             key = file_key(digest, source.display, data)
             cached = cache.get(key)
             if cached is not None:
-                yield ("done", FileResult(
-                    cached.path, cached.findings, cached.error, False, True, cached.extra
-                ), "")
+                yield (
+                    "done",
+                    FileResult(
+                        cached.path, cached.findings, cached.error, False, True, cached.extra
+                    ),
+                    "",
+                )
                 continue
             yield ("todo", (data, source.display, settings.target), key)
 

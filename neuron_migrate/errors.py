@@ -12,7 +12,8 @@ class UsageError(NeuronMigrateError):
 class DataFileError(NeuronMigrateError):
     """A bundled or user-supplied data file (matrix, rule, config) is invalid.
 
-    The message names the file and the field, e.g. ``compat_matrix/2.13.3.0.yaml: ops[3].status: ...``.
+    The message names the file and the field:
+    ``compat_matrix/2.13.3.0.yaml: ops[3].status: ...``.
     """
 
     def __init__(self, path: str, field: str, problem: str) -> None:

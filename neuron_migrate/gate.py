@@ -25,9 +25,7 @@ def parse_fail_on(values: Iterable[str]) -> frozenset[str]:
     names = [part.strip() for value in values for part in value.split(",") if part.strip()]
     for name in names or DEFAULT_FAIL_ON:
         if name not in FAIL_ON:
-            raise UsageError(
-                f"--fail-on: unknown value {name!r}; choose from {', '.join(FAIL_ON)}"
-            )
+            raise UsageError(f"--fail-on: unknown value {name!r}; choose from {', '.join(FAIL_ON)}")
         statuses |= FAIL_ON[name]
     if "none" in names and len(set(names)) > 1:
         raise UsageError("--fail-on: 'none' cannot be combined with other values")

@@ -109,7 +109,9 @@ def read_process_traces(directory: Path) -> list[dict[str, Any]]:
         try:
             traces.append(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError) as error:
-            print(f"neuron-migrate: skipping unreadable trace {path.name}: {error}", file=sys.stderr)
+            print(
+                f"neuron-migrate: skipping unreadable trace {path.name}: {error}", file=sys.stderr
+            )
     return traces
 
 
@@ -155,16 +157,24 @@ def merge_traces(
         for entry in trace.get("downcasts", []):
             merged = downcasts.setdefault(
                 entry["dtype"],
-                {"dtype": entry["dtype"], "runs_as": entry["runs_as"], "count": 0,
-                 "first_location": _relative(entry.get("first_location"), cwd)},
+                {
+                    "dtype": entry["dtype"],
+                    "runs_as": entry["runs_as"],
+                    "count": 0,
+                    "first_location": _relative(entry.get("first_location"), cwd),
+                },
             )
             merged["count"] += entry["count"]
         for refusal in trace.get("refusals", []):
             location = _relative(refusal.get("location"), cwd)
             merged = refusals.setdefault(
                 (refusal["op"], location),
-                {"op": refusal["op"], "location": location, "message": refusal["message"],
-                 "count": 0},
+                {
+                    "op": refusal["op"],
+                    "location": location,
+                    "message": refusal["message"],
+                    "count": 0,
+                },
             )
             merged["count"] += 1
         for graph in trace.get("compiles", []):
@@ -277,8 +287,11 @@ def summary_lines(trace: Mapping[str, Any], *, limit: int = 10) -> list[str]:
         lines.append(
             f"  torch.compile: {compile_['compiles']} compiles, {compile_['recompiles']} "
             f"recompiles, {compile_['failures']} failed, {compile_['graph_breaks']} graph breaks"
-            + (f", recompile limit hit {compile_['recompile_limit_hits']}x"
-               if compile_["recompile_limit_hits"] else "")
+            + (
+                f", recompile limit hit {compile_['recompile_limit_hits']}x"
+                if compile_["recompile_limit_hits"]
+                else ""
+            )
         )
     if not processes:
         lines.append(

@@ -40,7 +40,9 @@ def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> b
         if exc.errno == errno.ELOOP:
             return FileError(display, "symlink loop", "loop")
         if exc.errno == errno.ENOENT:
-            return FileError(display, "cannot read: dangling symlink or file vanished", "unreadable")
+            return FileError(
+                display, "cannot read: dangling symlink or file vanished", "unreadable"
+            )
         return FileError(display, f"cannot read: {exc.strerror or exc}", "unreadable")
 
 
@@ -63,7 +65,9 @@ def decode(data: bytes, display: str) -> SourceFile | FileError:
 
 def syntax_error(exc: SyntaxError, display: str) -> FileError:
     where = f" at line {exc.lineno}" if exc.lineno else ""
-    hint = " (Python 2 code?)" if "print" in (exc.text or "") or "Missing parentheses" in (
-        exc.msg or ""
-    ) else ""
+    hint = (
+        " (Python 2 code?)"
+        if "print" in (exc.text or "") or "Missing parentheses" in (exc.msg or "")
+        else ""
+    )
     return FileError(display, f"syntax error{where}: {exc.msg}{hint}", "syntax")

@@ -20,7 +20,10 @@ _FLOAT64_NAMES = frozenset(
     {"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"}
 )
 _FLOAT64_METHODS = frozenset({"double"})
-_MEMORY_FORMATS = {"torch.channels_last": "channels_last", "torch.channels_last_3d": "channels_last"}
+_MEMORY_FORMATS = {
+    "torch.channels_last": "channels_last",
+    "torch.channels_last_3d": "channels_last",
+}
 _STATUS_RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
 _SEVERITY = {
     "unsupported": "error",
@@ -281,9 +284,7 @@ class _Classifier:
             )
 
 
-def classify_sites(
-    ctx: Context, path: str, source: str, sites: list[Site]
-) -> FileClassification:
+def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> FileClassification:
     lines = source.splitlines()
     imports_torch = any(
         s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
@@ -303,5 +304,7 @@ def _with_fingerprints(findings: list[Finding]) -> list[Finding]:
         key = (f.code, f.api, " ".join(f.snippet.split()))
         occurrence = seen[key]
         seen[key] += 1
-        stamped.append(replace(f, fingerprint=fingerprint(f.path, f.code, f.api, f.snippet, occurrence)))
+        stamped.append(
+            replace(f, fingerprint=fingerprint(f.path, f.code, f.api, f.snippet, occurrence))
+        )
     return stamped

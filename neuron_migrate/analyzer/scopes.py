@@ -280,7 +280,11 @@ class _Builder:
 
     def _bind_target_name(self, node: ast.Name, scope: Scope, parent: ast.AST | None) -> None:
         binding = Binding("local", node=node, guarded=id(node) in self.model.guarded_nodes)
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+        if (
+            isinstance(parent, ast.Assign)
+            and len(parent.targets) == 1
+            and parent.targets[0] is node
+        ):
             value = parent.value
             if isinstance(value, ast.Constant) and value.value is None:
                 binding.kind = "none"
@@ -304,10 +308,9 @@ class _Builder:
                 if alias.name == "*":
                     continue
                 local = alias.asname or alias.name
-                if node.level or not node.module:
-                    qualname = None  # relative import: the project's own code
-                else:
-                    qualname = f"{node.module}.{alias.name}"
+                # A relative import names the project's own code: no qualified name.
+                relative = node.level or not node.module
+                qualname = None if relative else f"{node.module}.{alias.name}"
             kind = "import" if qualname else "local"
             binding = Binding(kind, qualname=qualname, node=alias, guarded=guarded)
             self._target_scope(local, scope).bind(local, binding)

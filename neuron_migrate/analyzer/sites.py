@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from neuron_migrate.analyzer.scopes import NameModel, Resolution
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
-_ROOTS = frozenset({"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"})
+_ROOTS = frozenset(
+    {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
+)
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
 _XLA_ENV = re.compile(r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)")
 _LITERAL_RECEIVERS = (
@@ -59,6 +61,14 @@ class Site:
     @property
     def span(self) -> Span:
         return (self.line, self.col, self.end_line, self.end_col)
+
+
+def _most_relevant(qualnames: tuple[str, ...]) -> str:
+    """For an ambiguous name, the meaning worth reporting: a torch_xla one if any."""
+    return min(
+        qualnames,
+        key=lambda q: (not q.startswith("torch_xla"), q.partition(".")[0] not in _ROOTS, q),
+    )
 
 
 class _Columns:
@@ -147,7 +157,7 @@ class _SiteFinder:
                 continue
             if resolution.qualname:
                 self.chain_qualnames[id(chain)] = resolution.qualname
-            if resolution.qualnames[0].partition(".")[0] not in _ROOTS:
+            if not any(q.partition(".")[0] in _ROOTS for q in resolution.qualnames):
                 continue
             self.add_reference(chain, parent, resolution, guarded)
 
@@ -157,7 +167,7 @@ class _SiteFinder:
         is_call = isinstance(parent, ast.Call) and parent.func is chain
         qualname = resolution.qualname
         fields: dict[str, object] = {
-            "qualname": qualname or resolution.qualnames[0],
+            "qualname": qualname or _most_relevant(resolution.qualnames),
             "guarded": guarded,
             "ambiguous": resolution.qualnames + (("<local>",) if resolution.local else ())
             if resolution.ambiguous
@@ -173,7 +183,9 @@ class _SiteFinder:
     def find_method_call(self, name: ast.Name, chain: ast.expr, guarded: bool) -> None:
         """`x.sort()`, `self.w.double()` on a receiver that is not an import: maybe a Tensor
         method. A direct `self.method()` is the object's own method, not a Tensor's."""
-        if not isinstance(chain, ast.Attribute) or name.id in _NOT_TENSORS and chain.value is name:
+        if not isinstance(chain, ast.Attribute):
+            return
+        if name.id in _NOT_TENSORS and chain.value is name:
             return
         self._method_site(chain, guarded)
 
@@ -238,7 +250,9 @@ class _SiteFinder:
                 self.device_defaults(node)
 
     def idiom(self, kind: str, node: ast.AST, detail: str | None) -> None:
-        self.site("idiom", node, idiom=kind, detail=detail, guarded=id(node) in self.model.guarded_nodes)
+        self.site(
+            "idiom", node, idiom=kind, detail=detail, guarded=id(node) in self.model.guarded_nodes
+        )
 
     def idioms_in_call(self, call: ast.Call) -> None:
         qualname = self.call_qualnames.get(id(call))
@@ -328,8 +342,12 @@ class _SiteFinder:
 
     def device_defaults(self, args: ast.arguments) -> None:
         positional = [*args.posonlyargs, *args.args]
-        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        pairs = list(
+            zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+        )
+        pairs += [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+        ]
         for arg, default in pairs:
             value = _string(default)
             if value and _XLA_DEVICE.match(value) and "device" in arg.arg.lower():

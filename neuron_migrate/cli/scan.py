@@ -30,15 +30,24 @@ def scan(
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
     fail_on: list[str] = typer.Option(
-        [], "--fail-on",
+        [],
+        "--fail-on",
         help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
         "Repeatable or comma-separated.",
     ),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Where the result cache lives."),
+    jobs: int | None = typer.Option(
+        None, "--jobs", "-j", help="Worker processes (default: all cores)."
+    ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Do not read or write the result cache."
+    ),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Where the result cache lives."
+    ),
     exclude: list[str] = typer.Option([], "--exclude", help="Glob of paths to skip (repeatable)."),
-    max_file_size: float = typer.Option(2.0, "--max-file-size", help="Skip files larger than this many MB."),
+    max_file_size: float = typer.Option(
+        2.0, "--max-file-size", help="Skip files larger than this many MB."
+    ),
     show_native: bool = typer.Option(False, "--show-native", help="List native op uses too."),
     progress: bool | None = typer.Option(
         None, "--progress/--no-progress", help="Progress bar on stderr (default: when a terminal)."
@@ -46,14 +55,21 @@ def scan(
 ) -> None:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
     if output_format not in FORMATS:
-        raise UsageError(f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}")
+        raise UsageError(
+            f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}"
+        )
     if jobs is not None and jobs < 1:
         raise UsageError("--jobs must be at least 1")
     err = Console(stderr=True)
     show_progress = err.is_terminal if progress is None else progress
     with Progress(
-        TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=True, disable=not show_progress,
+        TextColumn("scanning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not show_progress,
     ) as bar:
         task = bar.add_task("scan", total=None)
         report = api.scan(
@@ -76,8 +92,9 @@ def scan(
 
         if output is not None:
             with output.open("w", encoding="utf-8") as handle:
-                render_terminal(report, Console(file=handle, width=100, no_color=True),
-                                show_native=show_native)
+                render_terminal(
+                    report, Console(file=handle, width=100, no_color=True), show_native=show_native
+                )
         else:
             render_terminal(report, Console(), show_native=show_native)
     if output is not None:

@@ -64,8 +64,10 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
             if f.replacement:
                 console.print(f"           → {escape(f.replacement)}", overflow="fold")
     if not show_native and summary["by_status"]["native"]:
-        console.print(f"\n[dim]{summary['by_status']['native']} native op uses not listed "
-                      "(--show-native lists them)[/]")
+        console.print(
+            f"\n[dim]{summary['by_status']['native']} native op uses not listed "
+            "(--show-native lists them)[/]"
+        )
 
     if report.errors:
         console.print("\n[bold red]Files not scanned[/]")

@@ -1,4 +1,4 @@
-"""A tree holding one file of each bad kind: each is reported under `errors`, the rest is scanned."""
+"""A tree with one file of each bad kind: each is reported under `errors`, the rest scanned."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
 )
 def test_gate_exit_codes(tmp_path: Path, source: str, fail_on: str, code: int) -> None:
     (tmp_path / "m.py").write_text(source)
-    exit_code, out, err = run_cli(["scan", str(tmp_path), "--fail-on", fail_on, "--format", "json"])
+    exit_code, _, err = run_cli(["scan", str(tmp_path), "--fail-on", fail_on, "--format", "json"])
     assert exit_code == code, err
 
 

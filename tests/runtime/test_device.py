@@ -1,0 +1,179 @@
+"""Device semantics: placement, training, optimizers, AMP, checkpointing, I/O, torch.neuron."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
+
+pytestmark = pytest.mark.torch
+pytest.importorskip("torch")
+
+
+def test_small_training_run_decreases_loss_and_traces_its_ops(sim_run) -> None:
+    run = sim_run(FIXTURES / "train_small.py")
+    assert run.exit_code == 0, run.err
+    losses = dict(item.split("=") for item in run.out.split())
+    assert float(losses["last_loss"]) < float(losses["first_loss"])
+    addmm = run.op("aten::addmm")
+    assert addmm["status"] == "native"
+    assert addmm["count"] == 15 * 2  # two Linear layers, 15 steps
+    assert addmm["first_location"].endswith("train_small.py:14")
+    assert all(op["status"] in ("native", "cpu_fallback") for op in run.trace["ops"])
+    assert run.trace["totals"]["op_calls"] == sum(op["count"] for op in run.trace["ops"])
+
+
+DEVICE_BASICS = """
+import copy, io
+import torch, torch.nn as nn
+
+x = torch.randn(3, 4, device="neuron")
+assert x.device.type == "neuron" and str(x.device) == "neuron:0" and x.is_neuron
+for factory in (torch.zeros, torch.ones, torch.empty, torch.rand):
+    assert factory(2, 2, device="neuron").device.type == "neuron"
+assert torch.arange(5, device="neuron").tolist() == [0, 1, 2, 3, 4]
+assert torch.full((2,), 7.0, device="neuron").sum().item() == 14.0
+t = torch.tensor([1.0, 2.0], device="neuron")
+assert "device='neuron:0'" in repr(t) and t.cpu().device.type == "cpu"
+assert torch.ones(2).neuron().device.type == "neuron"
+assert f"{torch.tensor(1.5, device='neuron'):.2f}" == "1.50"
+view = x[0]
+view.add_(1)
+assert torch.equal(x[0].cpu(), view.cpu())
+out = x.add_(0)
+assert out is x
+
+try:
+    x + torch.ones(3, 4)
+except RuntimeError as error:
+    assert "Expected all tensors to be on the same device" in str(error)
+else:
+    raise AssertionError("mixing a CPU tensor with a neuron tensor must fail")
+assert (x + torch.tensor(2.0)).device.type == "neuron"  # 0-dim CPU scalars are fine
+try:
+    x.numpy()
+except TypeError as error:
+    assert "Use Tensor.cpu()" in str(error)
+
+model = nn.Linear(4, 2)
+weight = model.weight
+model.to("neuron")
+assert model.weight is weight and weight.device.type == "neuron"
+assert isinstance(weight, nn.Parameter)
+model(x).sum().backward()
+assert weight.grad.device.type == "neuron"
+assert copy.deepcopy(model).weight.device.type == "neuron"
+
+buffer = io.BytesIO()
+torch.save(model.state_dict(), buffer)
+buffer.seek(0)
+assert torch.load(buffer)["weight"].device.type == "neuron"
+buffer.seek(0)
+loaded = torch.load(buffer, map_location="cpu")["weight"]
+assert loaded.device.type == "cpu" and torch.equal(loaded, weight.detach().cpu())
+
+dataset = torch.utils.data.TensorDataset(torch.randn(8, 3), torch.arange(8))
+for batch, _ in torch.utils.data.DataLoader(dataset, batch_size=4, pin_memory=True):
+    assert batch.to("neuron", non_blocking=True).device.type == "neuron"
+
+try:
+    torch.randn(1, 3, 4, 4, device="neuron").to(memory_format=torch.channels_last)
+except RuntimeError as error:
+    assert "only support contiguous or preserve memory format" in str(error)
+else:
+    raise AssertionError("channels_last must be refused")
+
+before = torch.neuron.memory_allocated()
+big = torch.empty(256, 1024, device="neuron")
+assert torch.neuron.memory_allocated() - before == 256 * 1024 * 4
+assert torch.neuron.max_memory_allocated() >= before + 256 * 1024 * 4
+assert torch.accelerator.memory_allocated() == torch.neuron.memory_allocated()
+del big
+assert torch.neuron.memory_allocated() == before
+
+assert torch.neuron.is_available() and torch.neuron.device_count() >= 1
+torch.neuron.set_device(0)
+assert torch.neuron.current_device() == 0
+torch.neuron.synchronize()
+torch.neuron.manual_seed(1)
+state = torch.neuron.get_rng_state()
+first = torch.rand(3, device="neuron").cpu()
+torch.neuron.set_rng_state(state)
+assert torch.equal(first, torch.rand(3, device="neuron").cpu())
+assert str(torch.accelerator.current_accelerator()) == "neuron"
+assert torch.accelerator.is_available()
+torch.accelerator.synchronize()
+print("DEVICE_BASICS_OK")
+"""
+
+
+def test_device_basics(sim_run) -> None:
+    run = sim_run(DEVICE_BASICS)
+    assert run.exit_code == 0, run.err
+    assert "DEVICE_BASICS_OK" in run.out
+    refusal = run.trace["refusals"][0]
+    assert "memory format" in refusal["message"] and refusal["location"].startswith("script.py:")
+
+
+TRAINING = """
+import torch, torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+def train(make_optimizer, device):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to(device)
+    optimizer = make_optimizer(model.parameters())
+    x, y = torch.randn(32, 8).to(device), torch.randn(32, 2).to(device)
+    for _ in range(3):
+        optimizer.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+optimizers = {
+    "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    "adam": lambda p: torch.optim.Adam(p),
+    "adam_loop": lambda p: torch.optim.Adam(p, foreach=False),
+    "adamw_foreach": lambda p: torch.optim.AdamW(p, foreach=True),
+    "adamw_fused": lambda p: torch.optim.AdamW(p, fused=True),
+}
+for name, make in optimizers.items():
+    on_neuron, on_cpu = train(make, "neuron"), train(make, "cpu")
+    difference = max((a - b).abs().max().item() for a, b in zip(on_neuron, on_cpu))
+    assert difference == 0.0, (name, difference)
+
+model = nn.Linear(4, 4).to("neuron")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("neuron")
+with torch.autocast("neuron", dtype=torch.bfloat16):
+    out = model(torch.randn(2, 4, device="neuron"))
+    assert out.dtype == torch.bfloat16, out.dtype
+    assert torch.softmax(out, dim=-1).dtype == torch.float32
+scaler.scale(out.float().sum()).backward()
+scaler.step(optimizer)
+scaler.update()
+assert scaler.get_scale() > 0
+
+x = torch.randn(3, 4, device="neuron", requires_grad=True)
+checkpoint(model, x, use_reentrant=False).sum().backward()
+assert x.grad.device.type == "neuron"
+
+encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32, batch_first=True), 2)
+encoder.to("neuron")
+tokens = torch.randn(2, 5, 16, device="neuron")
+encoder(tokens).sum().backward()
+encoder.eval()
+with torch.no_grad():
+    assert encoder(tokens).shape == (2, 5, 16)
+print("TRAINING_OK")
+"""
+
+
+def test_training_features_match_cpu(sim_run) -> None:
+    run = sim_run(TRAINING)
+    assert run.exit_code == 0, run.err
+    assert "TRAINING_OK" in run.out
+    assert run.op("aten::_fused_adamw_")["count"] == 3
