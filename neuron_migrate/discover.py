@@ -12,6 +12,7 @@ from pathlib import Path
 from neuron_migrate.errors import UsageError
 
 SOURCE_SUFFIXES = (".py",)
+NOTEBOOK_SUFFIX = ".ipynb"
 _SKIP_DIRS = frozenset(
     {
         ".git",
@@ -28,15 +29,17 @@ _SKIP_DIRS = frozenset(
         ".ruff_cache",
         "site-packages",
         ".neuron-migrate-cache",
+        ".ipynb_checkpoints",
     }
 )
 
 # A file can hold a finding only if it names torch or torch_xla (every API finding resolves
 # through an import of torch, torch_xla, functorch, torch_neuronx or neuronx_distributed), holds
-# an XLA device string ("xla"), or names an XLA/PJRT/Neuron environment variable. A file with
+# an XLA device string ("xla"), or names an XLA/PJRT/Neuron environment variable (or
+# ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB). A file with
 # none of these substrings is skipped without being parsed; tests/scan check that no fixture
 # with a finding is ever skipped.
-PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_")
+PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS")
 
 
 def may_hold_findings(data: bytes) -> bool:
@@ -49,8 +52,12 @@ class SourcePath:
     display: str  # relative to the scan root, forward slashes: what reports show
 
 
-def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
-    """Source files under `root` (a file or a folder), in a stable, sorted order.
+def discover(
+    root: Path, exclude: tuple[str, ...] = (), *, notebooks: bool = False
+) -> Iterator[SourcePath]:
+    """Source files under `root` (a file or a folder), in a stable, sorted order; Jupyter
+    notebooks (`.ipynb`) too when `notebooks` is true (the scan reads them cell by cell, see
+    `neuron_migrate.notebook`).
 
     Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
     broken or looping one is reported by the reader.
@@ -60,6 +67,7 @@ def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
     if root.is_file():
         yield SourcePath(str(root), root.name)
         return
+    suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
@@ -71,7 +79,7 @@ def discover(root: Path, exclude: tuple[str, ...] = ()) -> Iterator[SourcePath]:
             and not _excluded(rel_dir + d, exclude)
         )
         for name in sorted(filenames):
-            if not name.endswith(SOURCE_SUFFIXES):
+            if not name.endswith(suffixes):
                 continue
             display = rel_dir + name
             if _excluded(display, exclude):

@@ -150,7 +150,7 @@ class _Classifier:
         # (`import torch_xla.distributed.xla_backend` registers the 'xla' process group).
         if site.used or not site.qualname:
             return
-        rule = self.ctx.rules.for_qualname(site.qualname)
+        rule = self.ctx.rules.for_import(site.qualname)
         if rule is not None:
             self.add_rule_finding(site, rule, site.qualname, "torch_xla")
 

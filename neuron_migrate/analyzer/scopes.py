@@ -25,7 +25,6 @@ LOCAL = "<local>"
 
 _FUNCTION_LIKE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_AVAILABILITY_WORDS = ("xla", "neuron", "tpu")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
@@ -83,15 +82,57 @@ class Resolution:
         return len(self.qualnames) > 1 or (bool(self.qualnames) and self.local)
 
 
+# Fields that never lead to a node worth visiting: expression contexts and operators (shared
+# singleton nodes, one per kind) and identifier fields. Skipping them is most of what makes the
+# walk cheaper than `ast.iter_child_nodes`; `Import`, `Global` and `Nonlocal` (whose `names`
+# these are) are handled before the generic descent.
+_NOT_CHILD_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "name", "names", "asname", "module", "level", "arg",
+     "kind", "conversion", "is_async", "simple", "rest", "kwd_attrs", "type_comment", "tag",
+     "type_ignores"}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The node's children in source order, as `ast.iter_child_nodes` gives them, less
+    expression contexts, operators and identifiers."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(
+            f for f in kind._fields if f not in _NOT_CHILD_FIELDS
+        )
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if value.__class__ is list:
+            for item in value:
+                if isinstance(item, ast.AST):
+                    children.append(item)
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
+
+
 def _is_availability_test(test: ast.expr) -> bool:
     """`if is_torch_xla_available():`, `if XLA_AVAILABLE:`, `if has_xla_support:` and the like."""
-    for node in ast.walk(test):
-        name = None
-        if isinstance(node, ast.Name):
-            name = node.id
-        elif isinstance(node, ast.Attribute):
-            name = node.attr
-        if name and any(word in name.lower() for word in _AVAILABILITY_WORDS):
+    stack: list[ast.AST] = [test]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:
+            name = node.attr  # type: ignore[attr-defined]
+            stack.append(node.value)  # type: ignore[attr-defined]
+        else:
+            stack.extend(child_nodes(node))
+            continue
+        lowered = name.lower()
+        if "xla" in lowered or "neuron" in lowered or "tpu" in lowered:
             return True
     return False
 
@@ -113,7 +154,12 @@ class NameModel:
         self.loads: list[tuple[ast.Name, Scope, bool]] = []
         self.imports: list[ImportRecord] = []
         self.guarded_nodes: set[int] = set()
+        # By-products of the same walk for the site finder, so it needs no walk of its own:
+        # every Call, and every Compare, Subscript, Assign and `arguments` node, with its guard.
+        self.calls: list[tuple[ast.Call, bool]] = []
+        self.idiom_nodes: list[tuple[ast.AST, bool]] = []
         self._resolving: set[int] = set()
+        self._resolved: dict[tuple[str, int], Resolution | None] = {}
         _Builder(self).build(tree)
 
     # -- resolution ---------------------------------------------------------------------------
@@ -132,6 +178,20 @@ class NameModel:
         return None
 
     def resolve_name(self, name: str, scope: Scope, mark_used: bool = True) -> Resolution | None:
+        # Outside an alias resolution in progress (whose cycle guard can cut a result short),
+        # a name's meaning in a scope is fixed once the model is built: compute it once.
+        # Marking bindings used is idempotent, so a cached answer has already done it.
+        top_level = not self._resolving
+        if top_level:
+            key = (name, id(scope))
+            if key in self._resolved:
+                return self._resolved[key]
+        result = self._resolve_name(name, scope, mark_used)
+        if top_level and mark_used:
+            self._resolved[key] = result
+        return result
+
+    def _resolve_name(self, name: str, scope: Scope, mark_used: bool) -> Resolution | None:
         owner = self.scope_binding(name, scope)
         if owner is None:
             return None

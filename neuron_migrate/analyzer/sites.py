@@ -21,7 +21,7 @@ _ROOTS = frozenset(
     {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
 )
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
-_XLA_ENV = re.compile(r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)")
+_XLA_ENV = re.compile(r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB$")
 _LITERAL_RECEIVERS = (
     ast.Constant,
     ast.List,
@@ -126,6 +126,9 @@ class _SiteFinder:
         self.sites: list[Site] = []
         self.call_qualnames: dict[int, str] = {}  # id(Call) -> callee qualname
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
+        self.imported_modules = {
+            r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
+        }
 
     def site(self, kind: str, node: ast.AST, **fields: object) -> Site:
         line, col, end_line, end_col = self.columns.span(node)
@@ -166,6 +169,9 @@ class _SiteFinder:
     ) -> None:
         is_call = isinstance(parent, ast.Call) and parent.func is chain
         qualname = resolution.qualname
+        if isinstance(chain, ast.Name) and not is_call and qualname in self.imported_modules:
+            return  # `if xr is not None:` reads the module object, it uses no API
+
         fields: dict[str, object] = {
             "qualname": qualname or _most_relevant(resolution.qualnames),
             "guarded": guarded,
@@ -310,7 +316,7 @@ class _SiteFinder:
             others = [o for o in operands if o is not operand]
             if _XLA_DEVICE.match(value) and any(self._mentions_device(o) for o in others):
                 self.idiom("xla-device-type-compare", operand, value)
-            elif value.upper() == "NEURON" and any(self._is_device_kind_query(o) for o in others):
+            elif value == "NEURON" and any(self._is_device_kind_query(o) for o in others):
                 self.idiom("neuron-device-type-compare", operand, value)
 
     def _mentions_device(self, expr: ast.expr) -> bool:

@@ -55,7 +55,8 @@ for _name in _COMMAND_MODULES:
 def main() -> None:
     err = Console(stderr=True)
     try:
-        app(standalone_mode=False)
+        # Outside standalone mode click returns typer.Exit's code instead of raising it.
+        code = app(standalone_mode=False)
     except NeuronMigrateError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -73,4 +74,4 @@ def main() -> None:
             exc.show()
             sys.exit(2)
         raise
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

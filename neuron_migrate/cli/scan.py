@@ -11,13 +11,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from neuron_migrate import api
 from neuron_migrate.errors import UsageError
-from neuron_migrate.output import write_output
+from neuron_migrate.report.formats import FORMATS
 
-FORMATS = ("terminal", "json")
+OPTIONS_HELP = "Repeatable or comma-separated."
 
 
 def register(app: typer.Typer) -> None:
     app.command(name="scan")(scan)
+
+
+def split_values(values: list[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
 def scan(
@@ -33,8 +37,32 @@ def scan(
         [],
         "--fail-on",
         help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
-        "Repeatable or comma-separated.",
+        + OPTIONS_HELP,
     ),
+    select: list[str] = typer.Option(
+        [],
+        "--select",
+        help="Report only these rule codes or prefixes (NM1, NM902). " + OPTIONS_HELP,
+    ),
+    ignore: list[str] = typer.Option(
+        [], "--ignore", help="Never report these rule codes or prefixes. " + OPTIONS_HELP
+    ),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="Fail only on findings not recorded in this baseline file."
+    ),
+    write_baseline: Path | None = typer.Option(
+        None, "--write-baseline", help="Record today's findings in this baseline file."
+    ),
+    changed_since: str | None = typer.Option(
+        None, "--changed-since", help="Scan only files changed since this git ref."
+    ),
+    shard: str | None = typer.Option(
+        None, "--shard", help="Scan shard I of N (e.g. 2/4); merge with `report merge`."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Read [tool.neuron-migrate] from this pyproject.toml."
+    ),
+    no_config: bool = typer.Option(False, "--no-config", help="Ignore pyproject.toml."),
     jobs: int | None = typer.Option(
         None, "--jobs", "-j", help="Worker processes (default: all cores)."
     ),
@@ -44,7 +72,11 @@ def scan(
     cache_dir: Path | None = typer.Option(
         None, "--cache-dir", help="Where the result cache lives."
     ),
-    exclude: list[str] = typer.Option([], "--exclude", help="Glob of paths to skip (repeatable)."),
+    exclude: list[str] = typer.Option(
+        [],
+        "--exclude",
+        help="Glob of paths to skip, relative to PATH (repeatable; adds to the config's).",
+    ),
     max_file_size: float = typer.Option(
         2.0, "--max-file-size", help="Skip files larger than this many MB."
     ),
@@ -54,12 +86,27 @@ def scan(
     ),
 ) -> None:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
+    from neuron_migrate.baseline import load_baseline
+    from neuron_migrate.baseline import write_baseline as save_baseline
+    from neuron_migrate.config import resolve_config, with_baseline_path
+
     if output_format not in FORMATS:
         raise UsageError(
             f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}"
         )
     if jobs is not None and jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    shard_spec = None
+    if shard is not None:
+        from neuron_migrate.shard import parse_shard
+
+        shard_spec = parse_shard(shard)
+    if not path.exists() and not path.is_symlink():
+        raise UsageError(f"no such file or directory: {path}")
+    settings = with_baseline_path(resolve_config(path, config, isolated=no_config))
+    baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
+    known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
+
     err = Console(stderr=True)
     show_progress = err.is_terminal if progress is None else progress
     with Progress(
@@ -75,19 +122,40 @@ def scan(
         report = api.scan(
             path,
             target=target,
-            fail_on=tuple(fail_on),
+            fail_on=split_values(fail_on),
             jobs=jobs,
             use_cache=not no_cache,
             cache_dir=cache_dir,
             exclude=tuple(exclude),
             max_bytes=int(max_file_size * 1024 * 1024),
             on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            config=settings,
+            select=split_values(select),
+            ignore=split_values(ignore),
+            baseline=known,
+            changed_since=changed_since,
+            shard=shard_spec,
         )
-    if output_format == "json":
-        from neuron_migrate.report.json_report import render_json
+    if write_baseline is not None:
+        report.baseline = save_baseline(write_baseline, report.findings, report.target)
+        err.print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
+    emit_report(report, output_format, output, show_native=show_native)
+    exit_with(0 if report.passed else 1)
 
-        write_output(render_json(report), output)
-    else:
+
+def exit_with(code: int) -> None:
+    """Exit with the gate's verdict. `sys.exit`, not `typer.Exit`: the entry point runs the app
+    with standalone_mode=False, where click returns an Exit's code instead of exiting."""
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def emit_report(
+    report: api.ScanReport, output_format: str, output: Path | None, *, show_native: bool = False
+) -> None:
+    """Render `report` to stdout or to `output` (atomically); shared with `report merge`."""
+    err = Console(stderr=True)
+    if output_format == "terminal":
         from neuron_migrate.report.terminal import render_terminal
 
         if output is not None:
@@ -97,7 +165,11 @@ def scan(
                 )
         else:
             render_terminal(report, Console(), show_native=show_native)
+    else:
+        from neuron_migrate.output import write_output
+        from neuron_migrate.report.formats import render
+
+        write_output(render(report, output_format), output)
     if output is not None:
         err.print(f"report written to {output}")
     sys.stdout.flush()
-    raise typer.Exit(0 if report.passed else 1)

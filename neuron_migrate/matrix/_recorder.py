@@ -1,12 +1,17 @@
 """Record the ops a call reaches at the level a PrivateUse1 backend sees them. Needs torch.
 
-Imported only by the maintainer tools (`api_map_builder`, `importer`), never by the package.
+Imported only by the maintainer tools (`api_map_builder`), never by the package.
 
-What the recorder sees is what TorchNeuron (and the simulated runtime's `__torch_dispatch__`) sees:
-ops below CompositeImplicitAutograd decompositions and below autograd. When an op's only kernel
-for a new backend is torch's generic CompositeExplicitAutograd one (``aten::sort`` ->
-``aten::sort.stable``), the recorder also runs that generic kernel with itself still active, so
-the ops it calls are recorded too, as ``composite_calls`` (not as ops of the API).
+Two things make the recording match what TorchNeuron (and the simulated runtime) see:
+
+- Inputs are `StandIn` wrapper tensors that report a non-CPU device (``meta``) and hold a CPU
+  tensor. Without this, torch's composite code takes CPU-only paths (``nn.LSTM`` would record
+  ``aten::mkldnn_rnn_layer``), which a device backend never reaches.
+- The recorder is a dispatch mode, so it sees ops below CompositeImplicitAutograd decompositions
+  and below autograd. When an op's only kernel for a new backend is torch's generic
+  CompositeExplicitAutograd one (``aten::sort`` -> ``aten::sort.stable``), it runs that generic
+  kernel with itself still active and stores what it calls under ``composite_calls`` (for the
+  matrix importer), not as ops of the API.
 """
 
 from __future__ import annotations
@@ -16,15 +21,97 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 
-# Autograd and tensor-construction bookkeeping: native on every backend (device-agnostic views or
-# registered kernels) and noise in an API's op list.
+# Autograd and tensor-construction bookkeeping, native on every backend: noise in an API's list.
 DROPPED_OPS: frozenset[str] = frozenset(
     {"aten::detach", "aten::alias", "aten::lift_fresh", "aten::lift_fresh_copy", "aten::is_same_size"}
 )
+DROPPED_NAMESPACES: frozenset[str] = frozenset({"profiler"})
 
+_STAND_IN_DEVICE = torch.device("meta")
 _CEA = "CompositeExplicitAutograd"
 _generic_only_cache: dict[str, bool] = {}
+
+
+class StandIn(torch.Tensor):
+    """A tensor on a pretend device: reports ``meta``, computes on the CPU tensor it holds."""
+
+    elem: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> StandIn:
+        out = torch.Tensor._make_wrapper_subclass(
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            device=_STAND_IN_DEVICE,
+            requires_grad=requires_grad,
+        )
+        out.elem = elem
+        return out
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return _run(func, args, kwargs or {})
+
+    def __repr__(self) -> str:  # type: ignore[override]
+        return f"StandIn({self.elem!r})"
+
+
+def to_stand_in(obj: Any) -> Any:
+    """Copy every CPU tensor in ``obj`` onto the pretend device (keeping requires_grad)."""
+
+    def convert(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and not isinstance(x, StandIn) and x.layout == torch.strided:
+            return StandIn(x.detach().clone(), requires_grad=x.requires_grad)
+        return x
+
+    return tree_map(convert, obj)
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, StandIn):
+        return x.elem
+    if isinstance(x, torch.device) and x.type == _STAND_IN_DEVICE.type:
+        return torch.device("cpu")
+    if isinstance(x, torch.Tensor) and x.device.type == _STAND_IN_DEVICE.type:
+        raise RuntimeError("a real meta tensor reached the stand-in device")
+    return x
+
+
+def _on_device(args: Any, kwargs: dict[str, Any]) -> bool:
+    for x in tree_leaves((args, kwargs)):
+        if isinstance(x, StandIn):
+            return True
+        if isinstance(x, torch.device) and x.type == _STAND_IN_DEVICE.type:
+            return True
+    return str(kwargs.get("device")) == _STAND_IN_DEVICE.type
+
+
+def _run(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """Run ``func`` on the CPU tensors; wrap the results when the call was on the device."""
+    on_device = _on_device(args, kwargs)
+    out = func(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs))
+    if not on_device:
+        return out
+    # In-place and out= ops return their (already wrapped) inputs.
+    schema = func._schema
+    if schema.is_mutable and len(schema.returns) == 1:
+        for arg, value in zip(schema.arguments, args, strict=False):
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                return value
+        for key, value in kwargs.items():
+            if isinstance(value, StandIn) and key == "out":
+                return value
+    return tree_map(
+        lambda t: StandIn(t) if isinstance(t, torch.Tensor) and not isinstance(t, StandIn) else t,
+        out,
+    )
 
 
 def generic_kernel_only(name: str) -> bool:
@@ -60,7 +147,7 @@ class Recorder(TorchDispatchMode):
             calls = self.composite_calls.setdefault(self._parents[-1], [])
             if name not in calls:
                 calls.append(name)
-        elif name not in self._seen and name not in DROPPED_OPS:
+        elif self._keep(name):
             self._seen.add(name)
             self.ops.append(name)
         if generic_kernel_only(name) and isinstance(func, torch._ops.OpOverload):
@@ -69,11 +156,16 @@ class Recorder(TorchDispatchMode):
             try:
                 with self:
                     return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
-            except Exception:  # noqa: BLE001 - the generic kernel is only a probe; run the op
+            except Exception:  # noqa: BLE001, S110 - the generic kernel is only a probe
                 pass
             finally:
                 self._parents.pop()
-        return func(*args, **kwargs)
+        return _run(func, args, kwargs)
+
+    def _keep(self, name: str) -> bool:
+        if name in self._seen or name in DROPPED_OPS:
+            return False
+        return name.split("::", 1)[0] not in DROPPED_NAMESPACES
 
 
 def record(fn: Callable[[], Any], composite_calls: dict[str, list[str]]) -> tuple[list[str], Any]:

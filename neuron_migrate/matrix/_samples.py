@@ -137,10 +137,10 @@ def method_samples() -> list[Sample]:
     ]
 
 
-def _params_with_grads() -> list[nn.Parameter]:
-    params = [nn.Parameter(torch.randn(4, 5)), nn.Parameter(torch.randn(5))]
+def _params_with_grads(move: Callable[[Any], Any] = lambda t: t) -> list[nn.Parameter]:
+    params = [nn.Parameter(move(torch.randn(4, 5))), nn.Parameter(move(torch.randn(5)))]
     for p in params:
-        p.grad = torch.randn_like(p)
+        p.grad = move(torch.randn(p.shape))
     return params
 
 
@@ -278,11 +278,17 @@ def module_factories() -> dict[str, ModuleFactory]:
     return {f"torch.nn.{k}": v for k, v in m.items()}
 
 
-def optimizer_factories() -> dict[str, Callable[[], torch.optim.Optimizer]]:
-    """Optimizers with foreach=True: the device path the simulated runtime takes."""
+OptimizerFactory = Callable[[Callable[[Any], Any]], torch.optim.Optimizer]
 
-    def make(cls: Any, **kw: Any) -> Callable[[], torch.optim.Optimizer]:
-        return lambda: cls(_params_with_grads(), **kw)
+
+def optimizer_factories() -> dict[str, OptimizerFactory]:
+    """Optimizers with foreach=True (the device path the simulated runtime takes).
+
+    Each factory takes ``move``, which puts a tensor on the device being traced.
+    """
+
+    def make(cls: Any, **kw: Any) -> OptimizerFactory:
+        return lambda move: cls(_params_with_grads(move), **kw)
 
     o = torch.optim
     return {

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,31 +61,51 @@ class Builder:
         self.failed: dict[str, str] = {}
         self.composite_calls: dict[str, list[str]] = {}
         self.opinfo_used = False
+        self.verbose = False
+        self.current = ""
+        self.cpu_traced: set[str] = set()  # traced on plain CPU tensors: the stand-in failed
 
     # recording -------------------------------------------------------------------------------
 
     def _record(self, fn: Callable[[], Any]) -> tuple[list[str], Any]:
         from neuron_migrate.matrix._recorder import record
 
-        with _time_limit(20), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return record(fn, self.composite_calls)
+        start = time.monotonic()
+        try:
+            with _time_limit(10), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return record(fn, self.composite_calls)
+        finally:
+            if self.verbose and time.monotonic() - start > 1:
+                print(f"slow: {self.current} {time.monotonic() - start:.1f}s", file=sys.stderr)
 
     def _merge(self, table: dict[str, list[str]], key: str, ops: list[str]) -> None:
         current = table.setdefault(key, [])
         current.extend(op for op in ops if op not in current)
         self.failed.pop(key if table is not self.methods else f"Tensor.{key}", None)
 
-    def _try(self, table: dict[str, list[str]], key: str, fn: Callable[[], Any]) -> bool:
+    def _try(self, table: dict[str, list[str]], key: str, call: Callable[[Any], Any],
+             inputs: Any) -> bool:
+        """Trace ``call(inputs)`` on the stand-in device; if that fails, on plain CPU tensors."""
+        from neuron_migrate.matrix._recorder import to_stand_in
+
         label = key if table is not self.methods else f"Tensor.{key}"
-        try:
-            ops, _ = self._record(fn)
-        except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
-            if key not in table:
-                self.failed[label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-            return False
-        self._merge(table, key, ops)
-        return True
+        self.current = label
+        errors = []
+        for on_device in (True, False):
+            args = to_stand_in(inputs) if on_device else _clone(inputs)
+            try:
+                ops, _ = self._record(lambda a=args: call(a))
+            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                continue
+            self._merge(table, key, ops)
+            if not on_device:
+                self.cpu_traced.add(label)
+            return True
+        if key not in table:
+            self.failed[label] = errors[0]
+        return False
 
     # sources ---------------------------------------------------------------------------------
 
@@ -120,11 +141,11 @@ class Builder:
             method = info.method_variant
             aliases = [a.name for a in getattr(info, "aliases", ())]
             for sample in samples:
-                args, kwargs = (sample.input, *sample.args), sample.kwargs
+                inputs = ((sample.input, *sample.args), sample.kwargs)
                 for q in qualnames:
-                    self._try(self.apis, q, _bind(info.op, args, kwargs))
+                    self._try(self.apis, q, _caller(info.op), inputs)
                 if method is not None and info.name.split(".")[-1].isidentifier():
-                    self._try(self.methods, info.name.split(".")[-1], _bind(method, args, kwargs))
+                    self._try(self.methods, info.name.split(".")[-1], _caller(method), inputs)
             # Aliases (torch.absolute for torch.abs) reach the same ops.
             for q in qualnames:
                 for aq in (n for a in aliases for n in _opinfo_qualnames(a)):
@@ -135,9 +156,9 @@ class Builder:
         from neuron_migrate.matrix import _samples
 
         for s in _samples.function_samples():
-            self._try(self.apis, s.qualname, _with_setup(s.setup, s.call))
+            self._try(self.apis, s.qualname, s.call, s.setup())
         for s in _samples.method_samples():
-            self._try(self.methods, s.qualname, _with_setup(s.setup, s.call))
+            self._try(self.methods, s.qualname, s.call, s.setup())
         for name, factory in _samples.module_factories().items():
             self.module(name, factory)
         for name, make in _samples.optimizer_factories().items():
@@ -145,32 +166,59 @@ class Builder:
         self.distributed()
 
     def module(self, name: str, factory: Callable[[], tuple[Any, tuple[Any, ...]]]) -> None:
+        errors = []
+        for on_device in (True, False):
+            try:
+                fwd, bwd = self._module_ops(factory, on_device)
+            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                continue
+            self.modules[name] = {"forward": fwd, "backward": bwd}
+            if not on_device:
+                self.cpu_traced.add(name)
+            return
+        self.failed[name] = errors[0]
+
+    def _module_ops(
+        self, factory: Callable[[], tuple[Any, tuple[Any, ...]]], on_device: bool
+    ) -> tuple[list[str], list[str]]:
         import torch
+        from torch.func import functional_call
 
-        try:
-            module, inputs = factory()
-            module.train()
-            fwd, out = self._record(lambda: module(*inputs))
-            outs = [t for t in _tensors(out) if t.requires_grad]
-            leaves = [p for p in module.parameters()] + [t for t in inputs if _needs_grad(t)]
-            grads = [torch.ones_like(t) for t in outs]
-            bwd, _ = self._record(
-                lambda: torch.autograd.grad(outs, leaves, grads, allow_unused=True)
-            )
-        except Exception as exc:  # noqa: BLE001
-            self.failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-            return
-        self.modules[name] = {"forward": fwd, "backward": bwd}
+        from neuron_migrate.matrix._recorder import to_stand_in
 
-    def _optimizer(self, name: str, make: Callable[[], Any]) -> None:
-        try:
-            opt = make()
-        except Exception as exc:  # noqa: BLE001
-            self.failed[name] = f"{type(exc).__name__}: {exc}"
+        module, inputs = factory()
+        module.train()
+        move = to_stand_in if on_device else _clone
+        params = {
+            n: torch.nn.Parameter(move(p.detach()), requires_grad=p.requires_grad)
+            for n, p in module.named_parameters()
+        }
+        buffers = {n: move(b) for n, b in module.named_buffers()}
+        args = move(inputs)
+        fwd, out = self._record(lambda: functional_call(module, {**params, **buffers}, args))
+        outs = [t for t in _tensors(out) if t.requires_grad]
+        leaves = [*params.values(), *(t for t in args if _needs_grad(t))]
+        grads = [torch.ones_like(t) for t in outs]
+        bwd, _ = self._record(lambda: torch.autograd.grad(outs, leaves, grads, allow_unused=True))
+        return fwd, bwd
+
+    def _optimizer(self, name: str, make: Callable[[Callable[[Any], Any]], Any]) -> None:
+        from neuron_migrate.matrix._recorder import to_stand_in
+
+        errors = []
+        for on_device in (True, False):
+            try:
+                opt = make(to_stand_in if on_device else _clone)
+                ops, _ = self._record(opt.step)
+            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                continue
+            self.apis[name] = self.apis[f"{name}.step"] = ops
+            if not on_device:
+                self.cpu_traced.add(name)
             return
-        self._try(self.apis, f"{name}.step", opt.step)
-        if f"{name}.step" in self.apis:
-            self.apis[name] = self.apis[f"{name}.step"]
+        self.failed[name] = errors[0]
 
     def distributed(self) -> None:
         import torch.distributed as dist
@@ -186,25 +234,21 @@ class Builder:
                 return
             try:
                 for s in _samples.distributed_samples():
-                    self._try(self.apis, s.qualname, _with_setup(s.setup, s.call))
+                    self._try(self.apis, s.qualname, s.call, s.setup())
             finally:
                 dist.destroy_process_group()
 
 
-def _bind(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any]:
+def _caller(fn: Any) -> Callable[[Any], Any]:
+    return lambda inputs: fn(*inputs[0], **inputs[1])
+
+
+def _clone(obj: Any) -> Any:
+    """Fresh copies: an in-place sample must not change the next sample's input."""
     import torch
+    from torch.utils._pytree import tree_map
 
-    # Fresh copies per call: in-place samples must not change the next sample's input.
-    def fresh(v: Any) -> Any:
-        return v.clone() if isinstance(v, torch.Tensor) else v
-
-    cloned = tuple(fresh(a) for a in args)
-    return lambda: fn(*cloned, **kwargs)
-
-
-def _with_setup(setup: Callable[[], Any], call: Callable[[Any], Any]) -> Callable[[], Any]:
-    value = setup()
-    return lambda: call(value)
+    return tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, obj)
 
 
 def _tensors(out: Any) -> list[Any]:
@@ -294,7 +338,7 @@ def tensor_method_names() -> list[str]:
 def render(builder: Builder, torch_version: str, argv: list[str]) -> str:
     import yaml
 
-    from neuron_migrate.matrix._recorder import DROPPED_OPS
+    from neuron_migrate.matrix._recorder import DROPPED_NAMESPACES, DROPPED_OPS
 
     surface = public_surface()
     mapped = set(builder.apis) | set(builder.modules) | {f"Tensor.{m}" for m in builder.methods}
@@ -320,6 +364,8 @@ def render(builder: Builder, torch_version: str, argv: list[str]) -> str:
         "opinfo_samples": builder.opinfo_used,
         "coverage": {"mapped": len(mapped), "considered": len(considered), "by_namespace": by_ns},
         "dropped_ops": sorted(DROPPED_OPS),
+        "dropped_namespaces": sorted(DROPPED_NAMESPACES),
+        "cpu_traced": sorted(builder.cpu_traced),
     }
     parts = ["\n".join(header), yaml.safe_dump(data, sort_keys=False, width=100).rstrip()]
     parts.append("# Functions (forward ops only).\n" + _table("apis", builder.apis))
@@ -368,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--samples", type=int, default=3, help="OpInfo samples per API")
     parser.add_argument("--no-opinfo", action="store_true", help="hand-written samples only")
+    parser.add_argument("--verbose", action="store_true", help="report slow samples on stderr")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     torch._C._set_multithreading_enabled(False)  # backward on this thread, as in the runtime
@@ -375,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     minor = ".".join(version.split(".")[:2])
     out = args.out or resources.matrix_dir() / "api_map" / f"torch-{minor}.yaml"
     builder = Builder(args.samples)
+    builder.verbose = args.verbose
     if not args.no_opinfo:
         builder.opinfo()
     builder.curated()

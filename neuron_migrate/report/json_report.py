@@ -1,4 +1,8 @@
-"""The canonical, versioned JSON report. Its schema is documented in docs/report-schema.md."""
+"""The canonical, versioned JSON report. Its schema is documented in docs/report-schema.md.
+
+`report merge` reads these back (`neuron_migrate.report.load`), so everything a format or the
+gate needs is in here.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import summarize
+from neuron_migrate.report.summary import baseline_state, sorted_findings, summarize
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def scan_to_dict(report: ScanReport) -> dict[str, Any]:
@@ -19,15 +23,29 @@ def scan_to_dict(report: ScanReport) -> dict[str, Any]:
         "target": report.target,
         "torch_version": report.torch_version,
         "root": report.root,
-        "findings": [f.to_json() for f in sorted(report.findings, key=_order)],
+        "base": report.base,
+        "config": report.config_path,
+        "shard": {"index": report.shard[0], "count": report.shard[1]} if report.shard else None,
+        "changed_since": report.changed_since,
+        "findings": [
+            {**f.to_json(), "baseline": baseline_state(report, f), "gate": report.fails(f)}
+            for f in sorted_findings(report.findings)
+        ],
+        "suppressed": [
+            s.to_json() for s in sorted(report.suppressed, key=lambda s: _order(s.finding))
+        ],
+        "unused_suppressions": [
+            u.to_json()
+            for u in sorted(report.unused_suppressions, key=lambda u: (u.path, u.cell or 0, u.line))
+        ],
         "errors": [e.to_json() for e in sorted(report.errors, key=lambda e: e.path)],
-        "skipped": report.skipped,
+        "skipped": sorted(report.skipped, key=lambda s: s["path"]),
         "summary": summarize(report),
     }
 
 
-def _order(finding: Any) -> tuple[str, int, int, str]:
-    return (finding.path, finding.line, finding.col, finding.code)
+def _order(finding: Any) -> tuple[str, int, int, int, str]:
+    return (finding.path, finding.cell or 0, finding.line, finding.col, finding.code)
 
 
 def render_json(report: ScanReport) -> str:

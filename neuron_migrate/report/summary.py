@@ -1,21 +1,32 @@
-"""Counts every report format shares."""
+"""Counts every report format shares, and the words they use for statuses."""
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from typing import Any
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import STATUSES
+from neuron_migrate.findings import STATUSES, Finding
 
 # Worst first: the order in which reports list statuses.
 STATUS_ORDER = ("unsupported", "cpu_fallback", "float64", "xla", "advice", "native")
 assert set(STATUS_ORDER) == set(STATUSES)
 
+STATUS_LABEL = {
+    "unsupported": "unsupported",
+    "cpu_fallback": "CPU fallback",
+    "float64": "float64→float32",
+    "xla": "torch_xla use",
+    "advice": "advice",
+    "native": "native",
+}
+
 
 def summarize(report: ScanReport) -> dict[str, Any]:
     by_status = Counter(f.status for f in report.findings)
     failures = report.gate_failures
+    kinds = Counter(s.kind for s in report.suppressed)
     return {
         "files": {
             "total": report.files_total,
@@ -33,10 +44,62 @@ def summarize(report: ScanReport) -> dict[str, Any]:
         "torch_xla_uses": sum(1 for f in report.findings if f.status == "xla"),
         "fixable": sum(1 for f in report.findings if f.fixable),
         "unmapped_apis": dict(report.unmapped_apis.most_common()),
+        "suppressed": {"ignore": kinds.get("ignore", 0), "fixme": kinds.get("fixme", 0)},
+        "unused_suppressions": len(report.unused_suppressions),
+        "baseline": baseline_summary(report),
         "gate": {
             "fail_on": sorted(report.fail_on),
+            "overrides": gate_overrides(report),
             "passed": not failures,
             "failing_findings": len(failures),
         },
         "elapsed_s": round(report.elapsed_s, 3),
     }
+
+
+def baseline_summary(report: ScanReport) -> dict[str, Any] | None:
+    if report.baseline is None:
+        return None
+    new = len(report.new_findings)
+    return {
+        "path": report.baseline.path,
+        "entries": report.baseline.entries,
+        "unchanged": len(report.findings) - new,
+        "new": new,
+    }
+
+
+def gate_overrides(report: ScanReport) -> list[dict[str, Any]]:
+    """Per-path fail-on overrides from the config, with the prefix their globs need."""
+    policy = report.policy
+    if policy is None:
+        return []
+    return [
+        {"paths": list(rule.paths), "fail_on": sorted(rule.fail_on), "path_prefix": policy.prefix}
+        for rule in policy.rules
+        if rule.fail_on is not None
+    ]
+
+
+def baseline_state(report: ScanReport, finding: Finding) -> str | None:
+    """`new` or `unchanged` when a baseline is in use (SARIF's baselineState words)."""
+    if report.baseline is None:
+        return None
+    return "new" if report.is_new(finding) else "unchanged"
+
+
+def sorted_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (f.path, f.cell or 0, f.line, f.col, f.code))
+
+
+def repo_path(report: ScanReport, path: str) -> str:
+    """A finding's path joined to the scanned folder as it was given (`src` + `a.py` ->
+    `src/a.py`): what CI annotations and SARIF need, as they resolve paths from the checkout."""
+    base = report.base.replace("\\", "/")
+    return posixpath.normpath(posixpath.join(base, path)) if base not in ("", ".") else path
+
+
+def location(finding: Finding) -> str:
+    """`path:line:col`, or `path:cell N:line:col` for notebooks (1-based columns)."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{finding.path}:{cell}{finding.line}:{finding.col + 1}"

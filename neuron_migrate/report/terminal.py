@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import STATUS_ORDER, summarize
+from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, summarize
 
 STATUS_STYLE = {
     "unsupported": "bold red",
@@ -18,14 +18,6 @@ STATUS_STYLE = {
     "xla": "cyan",
     "advice": "blue",
     "native": "green",
-}
-STATUS_LABEL = {
-    "unsupported": "unsupported",
-    "cpu_fallback": "CPU fallback",
-    "float64": "float64→float32",
-    "xla": "torch_xla use",
-    "advice": "advice",
-    "native": "native",
 }
 
 
@@ -49,15 +41,18 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
     console.print(table)
 
     shown = [f for f in report.findings if show_native or f.status != "native"]
-    shown.sort(key=lambda f: (f.path, f.line, f.col))
+    shown.sort(key=lambda f: (f.path, f.cell or 0, f.line, f.col))
     for path, group in groupby(shown, key=lambda f: f.path):
         console.print(f"\n[bold underline]{escape(path)}[/]")
         for f in group:
             style = STATUS_STYLE[f.status]
             low = " [dim](?)[/]" if f.confidence == "low" else ""
             fix = " [green]fix[/]" if f.fixable else ""
+            new = " [bold]new[/]" if report.baseline is not None and report.is_new(f) else ""
+            where = f"cell {f.cell}:" if f.cell is not None else ""
+            marks = f"{low}{fix}{new}"
             console.print(
-                f"  {f.line:>4}:{f.col:<3} [{style}]{f.code}[/] {escape(f.api)}{low}{fix}",
+                f"  {where}{f.line:>4}:{f.col:<3} [{style}]{f.code}[/] {escape(f.api)}{marks}",
                 overflow="fold",
             )
             console.print(f"           [dim]{escape(f.message)}[/]", overflow="fold")
@@ -74,6 +69,7 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         for error in sorted(report.errors, key=lambda e: e.path):
             console.print(f"  {escape(error.path)}: {escape(error.reason)}", overflow="fold")
 
+    _suppressions(report, console, summary)
     gate = summary["gate"]
     if gate["passed"]:
         console.print(f"\n[green]gate passed[/] (--fail-on {','.join(gate['fail_on']) or 'none'})")
@@ -81,4 +77,27 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         console.print(
             f"\n[bold red]gate failed[/]: {gate['failing_findings']} findings with status "
             f"{', '.join(gate['fail_on'])}"
+        )
+
+
+def _suppressions(report: ScanReport, console: Console, summary: dict[str, object]) -> None:
+    suppressed = report.suppressed
+    if suppressed or report.unused_suppressions:
+        kinds = summary["suppressed"]
+        assert isinstance(kinds, dict)
+        console.print(
+            f"\nsuppressed: {kinds['ignore']} ignored, {kinds['fixme']} fixme; "
+            f"{len(report.unused_suppressions)} unused suppressions"
+        )
+    for u in sorted(report.unused_suppressions, key=lambda u: (u.path, u.cell or 0, u.line)):
+        cell = f"cell {u.cell}:" if u.cell is not None else ""
+        console.print(
+            f"  [yellow]unused[/] {escape(u.path)}:{cell}{u.line} {u.kind}[{', '.join(u.codes)}]",
+            overflow="fold",
+        )
+    baseline = summary["baseline"]
+    if isinstance(baseline, dict):
+        console.print(
+            f"\nbaseline {escape(str(baseline['path']))}: {baseline['unchanged']} findings "
+            f"recorded, {baseline['new']} new"
         )

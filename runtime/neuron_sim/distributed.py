@@ -13,7 +13,7 @@ import torch.distributed as dist
 
 def _create_process_group(
     store: dist.Store, rank: int, world_size: int, timeout: timedelta
-) -> dist.ProcessGroup:
+) -> dist.ProcessGroupGloo:
     return dist.ProcessGroupGloo(store, rank, world_size, timeout)
 
 

@@ -9,6 +9,7 @@ excluded (inside `torch.tensor(..., device=...)`, say); those get explicit kerne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -41,7 +42,7 @@ def _factory_fallback(func: OpOverload, *args: Any, **kwargs: Any) -> Any:
     return dispatch(func, args, kwargs)
 
 
-def _boundary_kernel(func: OpOverload):  # type: ignore[no-untyped-def]
+def _boundary_kernel(func: OpOverload) -> Callable[..., Any]:
     def kernel(*args: Any, **kwargs: Any) -> Any:
         return dispatch(func, args, kwargs)
 

@@ -9,6 +9,7 @@ tensors that have weak references.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import torch
 
@@ -40,7 +41,7 @@ class MemoryLedger:
         ref = weakref.ref(elem, self._release_callback(key))
         self._refs[id(ref)] = ref
 
-    def _release_callback(self, key: int):  # type: ignore[no-untyped-def]
+    def _release_callback(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
         def release(ref: weakref.ref[torch.Tensor]) -> None:
             self._refs.pop(id(ref), None)
             holder = self._holders.get(key)

@@ -4,8 +4,8 @@ unsupported raises. Verdicts are looked up once per OpOverload and cached on its
 from __future__ import annotations
 
 import warnings
-from typing import Any, Protocol
 
+from neuron_migrate.matrix import Matrix
 from neuron_sim.errors import NeuronUnsupportedOpError
 from neuron_sim.recorder import Downcast, OpRecord, ProcessTrace
 from neuron_sim.source import user_location
@@ -23,24 +23,10 @@ class NeuronDowncastWarning(UserWarning):
     """A dtype the device does not have is stored and computed in a narrower one."""
 
 
-class _Verdict(Protocol):
-    status: str
-    source: str | None
-    note: str | None
-
-
-class _Matrix(Protocol):
-    version: str
-
-    def op_status(self, op: str) -> _Verdict: ...
-    def dtype_rule(self, dtype: str) -> Any: ...
-    def memory_format_status(self, memory_format: str) -> Any: ...
-
-
 class OpPolicy:
     """Per-process view of one matrix version, recording into one `ProcessTrace`."""
 
-    def __init__(self, matrix: _Matrix, trace: ProcessTrace) -> None:
+    def __init__(self, matrix: Matrix, trace: ProcessTrace) -> None:
         self.matrix = matrix
         self.trace = trace
 

@@ -11,8 +11,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 TRACE_FORMAT = "neuron-sim-process-trace"

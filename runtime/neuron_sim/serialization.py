@@ -1,4 +1,4 @@
-"""`torch.save`/`torch.load` of neuron tensors: saved as CPU data, rebuilt where `map_location` says."""
+"""`torch.save` and `torch.load` of neuron tensors: CPU data, rebuilt per `map_location`."""
 
 from __future__ import annotations
 

@@ -40,4 +40,3 @@ def user_location(frame: FrameType | None = None) -> str | None:
             return f"{os.path.abspath(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
-

@@ -28,7 +28,9 @@ _Tensor = torch.Tensor
 # Filled in by `bind()` once the backend is renamed and the matrix is loaded.
 _NEURON: torch.device = _CPU
 _policy: OpPolicy | None = None
-_DOWNCAST: dict[torch.dtype, torch.dtype] = {}  # logical dtype -> storage dtype (float64 -> float32)
+_DOWNCAST: dict[
+    torch.dtype, torch.dtype
+] = {}  # logical dtype -> storage dtype (float64 -> float32)
 _UPCAST: dict[torch.dtype, torch.dtype] = {}  # storage dtype -> logical dtype
 _ALLOWED_MEMORY_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 _MEMORY_FORMAT_MESSAGE = "Neuron tensors only support contiguous or preserve memory format"
@@ -55,10 +57,10 @@ class NeuronTensor(torch.Tensor):
 
     _elem: torch.Tensor
     _downcast = False  # True when the logical dtype (float64) is wider than `_elem`'s
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def,override]
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return dispatch(func, args, kwargs)
 
     # "Traceable" subclass: torch.compile and swap_tensors (model.to keeps Parameter identity)
@@ -67,9 +69,7 @@ class NeuronTensor(torch.Tensor):
         return ["_elem"], self.dtype
 
     @staticmethod
-    def __tensor_unflatten__(  # type: ignore[no-untyped-def]
-        inner_tensors, logical_dtype, outer_size, outer_stride
-    ):
+    def __tensor_unflatten__(inner_tensors, logical_dtype, outer_size, outer_stride):
         return wrap(inner_tensors["_elem"], logical_dtype is not inner_tensors["_elem"].dtype)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
@@ -102,7 +102,11 @@ class NeuronTensor(torch.Tensor):
         from neuron_sim.serialization import rebuild_neuron_tensor
 
         cpu = self.detach().cpu()
-        return rebuild_neuron_tensor, (cpu, self.requires_grad, bool(getattr(self, "_is_param", False)))
+        return rebuild_neuron_tensor, (
+            cpu,
+            self.requires_grad,
+            bool(getattr(self, "_is_param", False)),
+        )
 
 
 class _Op:
@@ -184,10 +188,15 @@ def _unwrap_list(seq: Any, check_cpu: bool) -> tuple[list[Any], bool]:
     out = []
     downcast = False
     for item in seq:
-        if type(item) is NeuronTensor:
+        kind = type(item)
+        if kind is NeuronTensor:
             out.append(item._elem)
             if item._downcast:
                 downcast = True
+        elif kind is list:  # c10d collectives take lists of lists
+            inner_list, inner = _unwrap_list(item, check_cpu)
+            out.append(inner_list)
+            downcast |= inner
         else:
             if check_cpu and isinstance(item, _Tensor) and item.dim():
                 raise _mixing_error()
@@ -291,7 +300,7 @@ def _written_arguments(
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _to_copy(src: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+def _to_copy(src: Any, kwargs: dict[str, Any]) -> Any:
     """Moves between devices and dtypes; the only op that may leave the device."""
     device = kwargs.get("device")
     dtype = kwargs.get("dtype")

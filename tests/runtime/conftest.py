@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,9 @@ def sim_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.Captu
     """`sim_run(source_or_path, *args)` runs a Python script under the simulated device."""
     monkeypatch.chdir(tmp_path)
 
-    def run(script: str | Path, *args: str, command: list[str] | None = None,
-            target: str | None = None) -> SimRun:
+    def run(
+        script: str | Path, *args: str, command: list[str] | None = None, target: str | None = None
+    ) -> SimRun:
         if command is None:
             if isinstance(script, str):
                 path = tmp_path / "script.py"
@@ -52,6 +52,3 @@ def sim_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.Captu
         return SimRun(result.exit_code, result.trace, captured.out, captured.err)
 
     return run
-
-
-

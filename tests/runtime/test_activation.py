@@ -19,7 +19,9 @@ pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
 
 
-def _python(code: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _python(
+    code: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
     )
@@ -59,11 +61,26 @@ def test_a_raising_script_keeps_its_exit_code_and_trace(sim_run) -> None:
 def test_cli_writes_the_trace_and_exits_with_the_command_code(tmp_path: Path) -> None:
     trace_path = tmp_path / "out" / "trace.json"
     result = subprocess.run(
-        [sys.executable, "-m", "neuron_migrate", "run", "--target", "2.13.3.0",
-         "--trace", str(trace_path), "--", "python", str(FIXTURES / "raises.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "neuron_migrate",
+            "run",
+            "--target",
+            "2.13.3.0",
+            "--trace",
+            str(trace_path),
+            "--",
+            "python",
+            str(FIXTURES / "raises.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert result.returncode == 1, result.stderr
+    assert trace_path.exists(), result.stderr
     trace = json.loads(trace_path.read_text())
     assert trace["schema_version"] == runner.SCHEMA_VERSION
     assert trace["target"] == "2.13.3.0"
@@ -79,8 +96,10 @@ def test_python_dash_m_pytest_runs_on_the_device(sim_run, tmp_path: Path) -> Non
         "    x = torch.arange(4.0, device='neuron')\n"
         "    assert x.device.type == 'neuron' and x.sum().item() == 6.0\n"
     )
-    run = sim_run(None, command=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                 "test_on_device.py"])
+    run = sim_run(
+        None,
+        command=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_on_device.py"],
+    )
     assert run.exit_code == 0, run.out + run.err
     assert "1 passed" in run.out
     assert run.op("aten::sum")["count"] >= 1

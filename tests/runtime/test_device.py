@@ -20,7 +20,7 @@ def test_small_training_run_decreases_loss_and_traces_its_ops(sim_run) -> None:
     addmm = run.op("aten::addmm")
     assert addmm["status"] == "native"
     assert addmm["count"] == 15 * 2  # two Linear layers, 15 steps
-    assert addmm["first_location"].endswith("train_small.py:14")
+    assert addmm["first_location"].endswith("train_small.py:15")
     assert all(op["status"] in ("native", "cpu_fallback") for op in run.trace["ops"])
     assert run.trace["totals"]["op_calls"] == sum(op["count"] for op in run.trace["ops"])
 

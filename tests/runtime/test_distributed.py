@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
@@ -13,21 +12,32 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("torch")
 
-_RANK_LINE = re.compile(r"rank=(\d) checksum=(\S+) allreduce=(\S+, \S+) broadcast=(\S+) "
-                        r"reduce_scatter=(\S+)")
+_RANK_LINE = re.compile(
+    r"rank=(\d) checksum=(\S+) allreduce=(\S+, \S+) broadcast=(\S+) "
+    r"reduce_scatter=(\S+)"
+)
 
 
 def _check_ranks(out: str) -> None:
     ranks = {m.group(1): m.groups()[1:] for m in _RANK_LINE.finditer(out)}
     assert set(ranks) == {"0", "1"}, out
     assert ranks["0"][0] == ranks["1"][0]  # parameters identical across ranks after DDP
-    for checksum, allreduce, broadcast, reduce_scatter in ranks.values():
+    for _checksum, allreduce, broadcast, reduce_scatter in ranks.values():
         assert allreduce == "[3.0, 3.0]" and broadcast == "7.0" and reduce_scatter == "2.0"
 
 
 def test_torchrun_ddp_merges_two_traces(sim_run) -> None:
-    run = sim_run(None, command=["torchrun", "--nproc-per-node", "2", "--master-port", "29631",
-                                 str(FIXTURES / "ddp_train.py")])
+    run = sim_run(
+        None,
+        command=[
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            "29631",
+            str(FIXTURES / "ddp_train.py"),
+        ],
+    )
     assert run.exit_code == 0, run.err
     _check_ranks(run.out)
     assert [p["rank"] for p in run.trace["processes"]] == [0, 1]

@@ -25,7 +25,7 @@ def test_fallback_downcast_and_refusal_are_reported(sim_run) -> None:
         "NeuronUnsupportedOpError: aten::_fft_r2c is not supported on the neuron device at "
         in run.err
     )
-    assert "matrix_decisions.py:12" in run.err
+    assert "matrix_decisions.py:11" in run.err
 
     sort = run.op("aten::sort")
     assert (sort["status"], sort["count"]) == ("cpu_fallback", 2)
@@ -35,7 +35,9 @@ def test_fallback_downcast_and_refusal_are_reported(sim_run) -> None:
     assert (downcast["dtype"], downcast["runs_as"]) == ("float64", "float32")
     assert downcast["first_location"].endswith("matrix_decisions.py:8")
     [refusal] = run.trace["refusals"]
-    assert refusal["op"] == "aten::_fft_r2c" and refusal["location"].endswith(":12")
+    assert refusal["op"] == "aten::_fft_r2c" and refusal["location"].endswith(
+        "matrix_decisions.py:11"
+    )
     assert run.op("aten::_fft_r2c")["refused"] == 1
 
 
@@ -56,7 +58,7 @@ d = torch.tensor([0.1, 0.2], dtype=torch.float64, device="neuron")
 assert d.dtype == torch.float64 and (d * 3).dtype == torch.float64
 assert d.cpu().dtype == torch.float64 and d.float().dtype == torch.float32
 assert abs(d.sum().item() - 0.3) < 1e-6
-assert (d.cpu() - torch.tensor([0.1, 0.2], dtype=torch.float64)).abs().max() > 0  # float32 precision
+assert (d.cpu() - torch.tensor([0.1, 0.2], dtype=torch.float64)).abs().max() > 0
 print("STAND_IN_OK")
 """
 

@@ -24,7 +24,19 @@ FINDING_KEYS = {
     "fingerprint",
     "fixable",
     "confidence",
+    "cell",
+    "baseline",
+    "gate",
 }
+TOP_KEYS = {
+    "schema_version", "tool_version", "target", "torch_version", "root", "base", "config",
+    "shard", "changed_since", "findings", "suppressed", "unused_suppressions", "errors",
+    "skipped", "summary",
+}  # fmt: skip
+SUMMARY_KEYS = {
+    "files", "findings", "by_status", "by_category", "by_code", "torch_xla_uses", "fixable",
+    "unmapped_apis", "suppressed", "unused_suppressions", "baseline", "gate", "elapsed_s",
+}  # fmt: skip
 SOURCE = """import torch
 import torch_xla.core.xla_model as xm
 
@@ -44,10 +56,9 @@ def test_top_level_and_finding_fields(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "train.py").write_text(SOURCE)
     report = _scan_json(tmp_path)
-    assert {"schema_version", "tool_version", "target", "findings", "errors", "summary"} <= set(
-        report
-    )
-    assert report["schema_version"] == "1.0"
+    assert set(report) == TOP_KEYS
+    assert set(report["summary"]) == SUMMARY_KEYS
+    assert report["schema_version"] == "1.1"
     for finding in report["findings"]:
         assert set(finding) >= FINDING_KEYS
         assert finding["path"] == "pkg/train.py"  # relative to the scanned root

@@ -1,0 +1,110 @@
+"""Run one command and report its whole-process cost as JSON on stdout.
+
+    python bench/measure.py [--stdout FILE] [--cwd DIR] -- COMMAND ...
+
+This wrapper is a fresh process per measurement, so `getrusage(RUSAGE_CHILDREN)` covers exactly
+the command's process tree (every descendant that was waited for, pool workers included). While
+the command runs, the tree is sampled from /proc every few milliseconds: VmHWM per process gives
+each process's peak RSS (the root process and each worker), and the sum of VmRSS over the tree
+gives the tree's peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SAMPLE_S = 0.02
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(c) for c in handle.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """(VmHWM, VmRSS) in kB, or (0, 0) once the process is gone."""
+    peak = rss = 0
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    peak = int(line.split()[1])
+                elif line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return peak, rss
+
+
+def measure(command: list[str], stdout: Path | None, cwd: Path | None) -> dict[str, object]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peaks: dict[int, int] = {}  # pid -> VmHWM kB, the last value read while it lived
+    tree_peak = 0
+    # stderr goes to a file, not a pipe: a chatty command must never block on a full pipe.
+    with tempfile.TemporaryFile() as err, contextlib.ExitStack() as stack:
+        out = stack.enter_context(stdout.open("wb")) if stdout else subprocess.DEVNULL
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd)
+        while process.poll() is None:
+            pending, tree_rss = [process.pid], 0
+            while pending:
+                pid = pending.pop()
+                peak, rss = _memory_kb(pid)
+                if peak:
+                    peaks[pid] = max(peaks.get(pid, 0), peak)
+                    tree_rss += rss
+                pending.extend(_children(pid))
+            tree_peak = max(tree_peak, tree_rss)
+            time.sleep(SAMPLE_S)
+        wall = time.perf_counter() - started
+        err.seek(0)
+        stderr = err.read()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    root_peak = peaks.pop(process.pid, 0)
+    return {
+        "rc": process.returncode,
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        # ru_maxrss of the children: the largest single process of the tree, in kB on Linux.
+        "max_process_mb": after.ru_maxrss / 1024,
+        "root_peak_mb": root_peak / 1024,
+        "worker_peaks_mb": sorted((p / 1024 for p in peaks.values()), reverse=True),
+        "tree_peak_mb": tree_peak / 1024,
+        "stderr_tail": stderr.decode("utf-8", "replace")[-2000:],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stdout", type=Path, help="write the command's stdout here")
+    parser.add_argument("--cwd", type=Path)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command after --")
+    print(json.dumps(measure(command, args.stdout, args.cwd)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

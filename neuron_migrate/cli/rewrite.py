@@ -1,0 +1,120 @@
+"""`neuron-migrate rewrite PATH`: migrate torch_xla code to the native `neuron` device.
+
+A diff by default; `--apply` writes in place, `--out-dir` writes a migrated copy of the tree,
+`--check` exits 1 when anything would change. The summary goes to stderr, the diff or JSON to
+stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from neuron_migrate.errors import UsageError
+from neuron_migrate.rewriter import (
+    FileRewrite,
+    RewriteSummary,
+    copy_tree,
+    report_json,
+    rewrite_tree,
+    write_atomically,
+)
+
+
+class RewriteFormat(str, Enum):
+    diff = "diff"
+    json = "json"
+
+
+def _colour_diff(text: str) -> str:
+    colours = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
+    out = []
+    for line in text.splitlines(keepends=True):
+        colour = colours.get(line[:1])
+        if line.startswith(("+++", "---")):
+            colour = "\x1b[1m"
+        out.append(f"{colour}{line.rstrip(chr(10))}\x1b[0m\n" if colour else line)
+    return "".join(out)
+
+
+def _use_colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _print_summary(err: Console, summary: RewriteSummary, verb: str) -> None:
+    for error in summary.errors:
+        err.print(f"[yellow]skipped[/] {error.path}: {error.reason}", highlight=False)
+    err.print(
+        f"{summary.changed} of {summary.files} files {verb}; "
+        f"{summary.rewritten} torch_xla uses rewritten, "
+        f"{summary.marked + summary.ambiguous} left for a person "
+        f"({summary.conversion:.0f}% converted)",
+        highlight=False,
+    )
+    for code, statuses in summary.rules_json().items():
+        parts = ", ".join(f"{n} {status}" for status, n in statuses.items())
+        err.print(f"  {code}: {parts}", highlight=False)
+
+
+def rewrite(
+    path: Path = typer.Argument(..., help="a file or a folder of Python code"),
+    apply: bool = typer.Option(False, "--apply", help="write the changes in place (atomically)"),
+    out_dir: Path | None = typer.Option(
+        None, "--out-dir", help="write a migrated copy of the whole tree to DIR"
+    ),
+    check: bool = typer.Option(False, "--check", help="exit 1 if any file would change"),
+    unsafe_fixes: bool = typer.Option(
+        False, "--unsafe-fixes", help="also apply rewrites marked unsafe (see `rules list`)"
+    ),
+    format: RewriteFormat = typer.Option(RewriteFormat.diff, "--format", "-f", help="diff or json"),
+    exclude: list[str] = typer.Option([], "--exclude", help="glob of paths to skip (repeatable)"),
+) -> None:
+    """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""
+    if apply and out_dir is not None:
+        raise UsageError("--apply and --out-dir are exclusive: in place, or a copy")
+    if check and (apply or out_dir is not None):
+        raise UsageError("--check only reports; drop --apply / --out-dir")
+    root = path
+    inside = out_dir is not None and (
+        out_dir.resolve() == root.resolve() or root.resolve() in out_dir.resolve().parents
+    )
+    if inside and root.is_dir():
+        raise UsageError(f"--out-dir must be outside {root}")
+    err = Console(stderr=True)
+    summary = RewriteSummary()
+    results: list[FileRewrite] = []
+    colour = _use_colour()
+    if out_dir is not None:
+        copy_tree(root, out_dir)
+    for result in rewrite_tree(root, unsafe=unsafe_fixes, exclude=tuple(exclude)):
+        summary.add(result)
+        if result.outcomes or result.changed or result.error:
+            results.append(result)
+        if not result.changed:
+            continue
+        if apply:
+            write_atomically(result.path, result.encoded())
+        elif out_dir is not None:
+            target = out_dir / result.display if root.is_dir() else out_dir / root.name
+            write_atomically(str(target), result.encoded())
+        elif format is RewriteFormat.diff:
+            diff = result.diff()
+            sys.stdout.write(_colour_diff(diff) if colour else diff)
+    if format is RewriteFormat.json:
+        typer.echo(json.dumps(report_json(results, summary), indent=2))
+    verb = "changed" if apply or out_dir is not None else "would change"
+    _print_summary(err, summary, verb)
+    if summary.internal_errors:
+        raise typer.Exit(2)
+    if check and summary.changed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rewrite")(rewrite)

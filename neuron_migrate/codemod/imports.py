@@ -1,0 +1,260 @@
+"""The import pass, run on the rewritten tree: drop torch_xla imports nothing uses any more, mark
+the ones still needed, and add the imports and helpers the new code names.
+
+An import inside `try: ... except ImportError:` is an availability guard: removing it would
+change which branch runs, so it stays with a marker instead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import libcst as cst
+
+from neuron_migrate.codemod.context import FileContext, module_bindings
+from neuron_migrate.codemod.markers import HeaderComments, with_comments
+from neuron_migrate.codemod.statements import StatementCleanup, deleted
+from neuron_migrate.codemod.transforms.launch import DEVICE_LOADER, DEVICE_LOADER_SOURCE
+from neuron_migrate.ruleset import RuleSet
+
+GUARD_RULE = "NM198"
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+HELPERS = {DEVICE_LOADER: DEVICE_LOADER_SOURCE}
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _is_torch_xla(module: str) -> bool:
+    return module == "torch_xla" or module.startswith("torch_xla.")
+
+
+class _Usage(cst.CSTVisitor):
+    """Names read outside import statements, and dotted chains (`torch_xla.debug.metrics`)."""
+
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+        self.chains: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names[node.value] += 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        chain = dotted(node)
+        if chain:
+            self.chains.add(chain)
+        node.value.visit(self)
+        return False  # the name after the dot is an attribute, not a use of a local name
+
+
+def _catches_import_error(node: cst.Try) -> bool:
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for kind in kinds:
+            expr = kind.value if isinstance(kind, cst.Element) else kind
+            if dotted(expr) in _IMPORT_ERRORS:  # type: ignore[arg-type]
+                return True
+    return False
+
+
+class ImportCleanup(HeaderComments, StatementCleanup):
+    def __init__(self, ruleset: RuleSet, usage: _Usage) -> None:
+        super().__init__()
+        self.ruleset = ruleset
+        self.usage = usage
+        self.guarded_bodies: set[int] = set()
+        self.blocks: list[int] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.remember_header(node)
+
+    def visit_Try(self, node: cst.Try) -> None:
+        if _catches_import_error(node):
+            self.guarded_bodies.add(id(node.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(id(node))
+
+    def leave_IndentedBlock(
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        self.blocks.pop()
+        return super().leave_IndentedBlock(original, updated)
+
+    def _guarded(self) -> bool:
+        return any(block in self.guarded_bodies for block in self.blocks)
+
+    def _used(self, module: str, local: str) -> bool:
+        rule = self.ruleset.for_import(module)
+        if rule is not None and rule.code != "NM100" and local == module.partition(".")[0]:
+            return module in self.usage.chains  # imported for a side effect only
+        return self.usage.names[local] > 0
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.BaseStatement:
+        kept: list[cst.BaseSmallStatement] = []
+        removed_any = still_used = False
+        for small in updated.body:
+            new, removed, used = self._small(small)
+            removed_any |= removed
+            still_used |= used
+            if new is not None:
+                kept.append(new)
+        if not removed_any and not still_used:
+            return updated
+        guarded = self._guarded()
+        if not kept and not guarded:
+            # A comment after the import spoke of the import itself: it goes with it.
+            return deleted(updated.with_changes(trailing_whitespace=cst.TrailingWhitespace()))
+        if not kept:  # an availability guard: keep the import as it was, and say why
+            line: cst.SimpleStatementLine = updated
+            code = GUARD_RULE
+        else:
+            if kept[-1].semicolon is not cst.MaybeSentinel.DEFAULT:
+                kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            line = updated.with_changes(body=kept) if removed_any and not guarded else updated
+            code = "NM100"
+        if code == "NM100" and not still_used:
+            return line
+        marker = self.ruleset.get(code).marker()
+        return with_comments(line, [marker], self.already_above(original))
+
+    def _small(
+        self, small: cst.BaseSmallStatement
+    ) -> tuple[cst.BaseSmallStatement | None, bool, bool]:
+        """(what remains of the statement, whether a torch_xla name went, whether one stays)."""
+        if isinstance(small, cst.Import):
+            aliases = list(small.names)
+            keep = []
+            removed = used = False
+            for alias in aliases:
+                module = dotted(alias.name)
+                local = alias.asname.name.value if alias.asname else module.partition(".")[0]  # type: ignore[union-attr]
+                if not _is_torch_xla(module):
+                    keep.append(alias)
+                elif self._used(module, local):
+                    keep.append(alias)
+                    used = True
+                else:
+                    removed = True
+            return _rebuild(small, keep), removed, used
+        if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+            module = dotted(small.module)
+            if not _is_torch_xla(module):
+                return small, False, False
+            if isinstance(small.names, cst.ImportStar):
+                return small, False, True
+            keep = []
+            removed = used = False
+            for alias in small.names:
+                name = dotted(alias.name)
+                local = alias.asname.name.value if alias.asname else name  # type: ignore[union-attr]
+                if self._used(f"{module}.{name}", local):
+                    keep.append(alias)
+                    used = True
+                else:
+                    removed = True
+            return _rebuild(small, keep), removed, used
+        return small, False, False
+
+
+def _rebuild(
+    small: cst.Import | cst.ImportFrom, aliases: Sequence[cst.ImportAlias]
+) -> cst.BaseSmallStatement | None:
+    if not aliases:
+        return None
+    aliases = list(aliases)
+    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if isinstance(small, cst.ImportFrom) and small.lpar is None:
+        return small.with_changes(names=aliases)
+    return small.with_changes(names=aliases)
+
+
+def clean_imports(module: cst.Module, ruleset: RuleSet) -> cst.Module:
+    usage = _Usage()
+    module.visit(usage)
+    return module.visit(ImportCleanup(ruleset, usage))
+
+
+# -- additions --------------------------------------------------------------------------------
+
+
+def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _insertion_point(body: Sequence[cst.BaseStatement]) -> tuple[int, bool]:
+    """Where new imports go: after the file's leading import block (after the docstring when
+    there is none). The flag says whether an import block was found."""
+    index = 1 if body and _is_docstring(body[0]) else 0
+    found = False
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+        found = True
+    return index, found
+
+
+def _blank() -> cst.EmptyLine:
+    return cst.EmptyLine(indent=True)
+
+
+def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
+    bindings, taken = module_bindings(module)
+    ctx.bindings = {**bindings}
+    lines = ctx.missing_imports()
+    new: list[cst.BaseStatement] = [cst.parse_statement(text) for text in lines]
+    helpers = [HELPERS[name] for name in sorted(ctx.helpers) if name not in taken]
+    if not new and not helpers:
+        return module
+    body: list[cst.BaseStatement] = list(module.body)
+    index, found = _insertion_point(body)
+    if found and lines and lines[0] == "import os":  # the standard library goes first
+        start = 1 if body and _is_docstring(body[0]) else 0
+        os_line = new.pop(0).with_changes(leading_lines=getattr(body[start], "leading_lines", ()))
+        body[start] = body[start].with_changes(leading_lines=[_blank()])  # stdlib, then the rest
+        body.insert(start, os_line)
+        index += 1
+    if not found and new and index > 0:
+        new[0] = new[0].with_changes(leading_lines=[_blank()])
+    for source in helpers:
+        parsed = cst.parse_module(source).body
+        first = parsed[0].with_changes(leading_lines=[_blank(), _blank()])
+        new.extend([first, *parsed[1:]])
+    if index < len(body):
+        after = body[index]
+        blanks = 2 if helpers else 1
+        leading = list(getattr(after, "leading_lines", ()))
+        have = 0
+        while have < len(leading) and leading[have].comment is None:
+            have += 1
+        if not _is_import_line(after) or helpers:
+            missing = max(0, blanks - have)
+            body[index] = after.with_changes(leading_lines=[_blank()] * missing + leading)
+    body[index:index] = new
+    return module.with_changes(body=body)

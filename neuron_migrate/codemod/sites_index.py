@@ -1,0 +1,79 @@
+"""The analyzer's sites, keyed by the spans the codemod meets while walking the libcst tree.
+
+Sites come from `neuron_migrate.analyzer.sites.find_sites`, the one name resolution the scan also
+uses; each carries the span of its node, so the codemod never resolves a name itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neuron_migrate.analyzer.sites import Site, find_sites
+from neuron_migrate.ruleset import Rule, RuleSet
+
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class RuledSite:
+    site: Site
+    rule: Rule
+
+
+class SiteIndex:
+    def __init__(self, sites: list[Site], ruleset: RuleSet) -> None:
+        self.ruleset = ruleset
+        self.calls: dict[Span, RuledSite] = {}  # by the span of the whole call
+        self.names: dict[Span, RuledSite] = {}  # a reference that is not called
+        self.literals: dict[Span, RuledSite] = {}  # idioms: the string literal
+        self.call_qualnames: dict[Span, str] = {}  # any resolved call, torch.* included
+        self.imports: list[Site] = []
+        self.ambiguous: list[Site] = []
+        for site in sites:
+            self._add(site)
+
+    def _add(self, site: Site) -> None:
+        if site.kind == "import":
+            self.imports.append(site)
+            return
+        if site.kind == "call" and site.call_span is not None and site.qualname:
+            self.call_qualnames[site.call_span] = site.qualname
+        rule = self._rule(site)
+        if rule is None:
+            return
+        if site.ambiguous:  # reported and left alone, with a marker for a person
+            self.ambiguous.append(site)
+            rule = self.ruleset.for_analyzer("ambiguous-name")
+        ruled = RuledSite(site, rule)
+        if site.kind == "call" and site.call_span is not None:
+            self.calls[site.call_span] = ruled
+        elif site.kind == "name":
+            self.names[site.span] = ruled
+        elif site.kind == "idiom":
+            self.literals[site.span] = ruled
+
+    def _rule(self, site: Site) -> Rule | None:
+        if site.idiom == "neuron-device-type-compare" and site.detail == "neuron":
+            return None  # `device.type == "neuron"` is already native code, not an XLA kind test
+        if site.kind == "idiom" and site.idiom:
+            return self.ruleset.for_idiom(site.idiom, site.detail)
+        if site.kind in ("call", "name") and site.qualname:
+            rule = self.ruleset.for_qualname(site.qualname)
+            if rule is None or rule.match.analyzer is not None:
+                return None
+            # A module object used as a value (`f(xm)`) is not an import: the catch-all covers it.
+            if rule.rewrite is not None and rule.rewrite.transform == "remove-unused-import":
+                return self.ruleset.for_qualname("torch_xla._")
+            return rule
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.calls or self.names or self.literals or self.imports)
+
+    @property
+    def api_sites(self) -> int:
+        return len(self.calls) + len(self.names) + len(self.literals)
+
+
+def index_source(source: str, ruleset: RuleSet) -> SiteIndex:
+    return SiteIndex(find_sites(source), ruleset)

@@ -1,0 +1,478 @@
+"""The libcst pass that applies the rules at the analyzer's sites.
+
+It walks the tree once with `PositionProvider`, finds each site's node by its exact span and
+dispatches on the rule: a template, an expression, statement or literal transform, or a TODO
+marker above the enclosing statement when no safe rewrite applies. Statements a transform deletes
+leave their comments behind for the next statement.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, PositionProvider
+
+from neuron_migrate.codemod import targets
+from neuron_migrate.codemod.context import FileContext, Outcome, Span
+from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
+from neuron_migrate.codemod.sites_index import RuledSite, SiteIndex
+from neuron_migrate.codemod.statements import DeletedStatement, StatementCleanup, deleted
+from neuron_migrate.codemod.targets import CallTarget, LiteralTarget, StatementTarget
+from neuron_migrate.codemod.templates import apply_template, parenthesize
+
+# Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
+_TIGHT_PARENTS = (
+    cst.Attribute,
+    cst.Subscript,
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.Comparison,
+    cst.BooleanOperation,
+    cst.Await,
+)
+_LOOSE_EXPRESSIONS = (
+    cst.IfExp,
+    cst.Lambda,
+    cst.BooleanOperation,
+    cst.Comparison,
+    cst.UnaryOperation,
+    cst.BinaryOperation,
+)
+_STATEMENT_HOSTS = (cst.Expr, cst.Assign, cst.Return)
+
+
+def span_of_range(position: CodeRange) -> Span:
+    return (position.start.line, position.start.column, position.end.line, position.end.column)
+
+
+class RuleTransformer(HeaderComments, StatementCleanup, cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, index: SiteIndex, ctx: FileContext) -> None:
+        super().__init__()
+        self.index = index
+        self.ctx = ctx
+        self.nodes: list[cst.CSTNode] = []  # original ancestors of the node being visited
+        self.statements: list[cst.CSTNode] = []  # original enclosing statements
+        self.comments: dict[int, list[str]] = defaultdict(list)  # id(statement) -> lines
+        # Edits of an enclosing call, requested by a site inside it; the site's outcome is
+        # recorded when the edit applies (None: the site was recorded already).
+        self.call_edits: dict[int, list[tuple[targets.CallEdit, RuledSite | None]]] = defaultdict(
+            list
+        )
+        self.pending_statement: dict[Span, RuledSite] = {}
+        self.pending_with: dict[Span, RuledSite] = {}
+        self.pending_env: dict[int, list[tuple[Span, RuledSite]]] = defaultdict(list)
+        self._notes: dict[int, list[str]] = defaultdict(list)  # NOTE lines, by statement
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.remember_header(node)
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def span_of(self, node: cst.CSTNode) -> Span:
+        return span_of_range(self.get_metadata(PositionProvider, node))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.nodes.append(node)
+        if isinstance(node, cst.BaseStatement):
+            self.statements.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        result = super().on_leave(original, updated)
+        self.nodes.pop()
+        if isinstance(original, cst.BaseStatement):
+            self.statements.pop()
+            lines = self.comments.pop(id(original), None)
+            if lines:
+                result = _comment_first(result, lines, self.already_above(original))
+        return result
+
+    def parents(self) -> Sequence[cst.CSTNode]:
+        return self.nodes[:-1]
+
+    def record(self, ruled: RuledSite, status: str) -> None:
+        site = ruled.site
+        api = site.qualname or site.idiom or ""
+        self.ctx.outcomes.append(Outcome(ruled.rule.code, site.line, api, status))
+
+    def mark(self, ruled: RuledSite, statement: cst.CSTNode | None = None) -> None:
+        self.record(ruled, "ambiguous" if ruled.site.ambiguous else "marked")
+        target = statement if statement is not None else self.statements[-1]
+        self.comments[id(target)].append(todo_text(ruled.rule))
+
+    def allowed(self, ruled: RuledSite) -> bool:
+        rule = ruled.rule
+        return (
+            not ruled.site.ambiguous
+            and rule.rewrite is not None
+            and (rule.safety == "safe" or self.ctx.unsafe)
+        )
+
+    def defer(
+        self, edits: list[tuple[cst.CSTNode, targets.CallEdit]], ruled: RuledSite | None = None
+    ) -> None:
+        for node, edit in edits:
+            self.call_edits[id(node)].append((edit, ruled))
+
+    def fit(self, new: cst.BaseExpression) -> cst.BaseExpression:
+        """Parenthesize a loose replacement (`a if b else c`) where its parent binds tighter;
+        inside an f-string, use the quote the f-string does not (needed before Python 3.12)."""
+        parents = self.parents()
+        parent = parents[-1] if parents else None
+        if isinstance(new, _LOOSE_EXPRESSIONS) and isinstance(parent, _TIGHT_PARENTS):
+            new = parenthesize(new)
+        for node in reversed(parents):
+            if isinstance(node, cst.FormattedString):
+                new = _requote(new, node.quote)
+                break
+        return new
+
+    # -- calls and references -------------------------------------------------------------------
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        node: cst.BaseExpression = updated
+        for edit, requester in self.call_edits.pop(id(original), []):
+            result = edit(updated) if isinstance(node, cst.Call) else node
+            if requester is not None and result is not node:
+                self.record(requester, "rewritten")
+            elif requester is not None:
+                self.mark(requester)
+            node = result
+        ruled = self.index.calls.get(self.span_of(original))
+        if ruled is None:
+            return node
+        return self.rewrite_reference(ruled, original, node)
+
+    def leave_Attribute(
+        self, original: cst.Attribute, updated: cst.Attribute
+    ) -> cst.BaseExpression:
+        return self._reference(original, updated)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self._reference(original, updated)
+
+    def _reference(
+        self, original: cst.BaseExpression, updated: cst.BaseExpression
+    ) -> cst.BaseExpression:
+        if not self.index.names:
+            return updated
+        ruled = self.index.names.get(self.span_of(original))
+        if ruled is None:
+            return updated
+        return self.rewrite_reference(ruled, original, updated)
+
+    def rewrite_reference(
+        self, ruled: RuledSite, original: cst.BaseExpression, updated: cst.BaseExpression
+    ) -> cst.BaseExpression:
+        rule = ruled.rule
+        if not self.allowed(ruled):
+            self.mark(ruled)
+            return updated
+        assert rule.rewrite is not None
+        qualname = ruled.site.qualname or ""
+        if rule.rewrite.template is not None:
+            new = apply_template(rule.rewrite, qualname, updated, self.ctx)
+            return self.finish(ruled, updated, new)
+        name = rule.rewrite.transform or ""
+        parent = self.parents()[-1] if self.parents() else None
+        if (
+            name in targets.STATEMENT
+            and isinstance(parent, _STATEMENT_HOSTS)
+            and getattr(parent, "value", None) is original
+        ):
+            self.pending_statement[self.span_of(original)] = ruled
+            return updated
+        if name == "unwrap-step-context" and isinstance(parent, cst.WithItem):
+            self.pending_with[self.span_of(original)] = ruled
+            return updated
+        transform = targets.EXPRESSION.get(name)
+        is_call = isinstance(original, cst.Call)
+        if transform is None or is_call == (name in targets.REFERENCE_TRANSFORMS):
+            self.mark(ruled)  # e.g. a function object passed around instead of called
+            return updated
+        target = CallTarget(self.ctx, rule, ruled.site, updated, original, self.parents())
+        new = transform(target)
+        if new is updated and target.deferred:  # the work is done when the enclosing call is left
+            self.defer(target.deferred, ruled)
+            return updated
+        self.defer(target.deferred)
+        return self.finish(ruled, updated, new)
+
+    def finish(
+        self, ruled: RuledSite, updated: cst.BaseExpression, new: cst.BaseExpression | None
+    ) -> cst.BaseExpression:
+        if new is None:
+            self.mark(ruled)
+            return updated
+        self.record(ruled, "rewritten")
+        return self.fit(new)
+
+    # -- string literals (idioms) ---------------------------------------------------------------
+
+    def leave_SimpleString(
+        self, original: cst.SimpleString, updated: cst.SimpleString
+    ) -> cst.BaseExpression:
+        if not self.index.literals:
+            return updated
+        span = self.span_of(original)
+        ruled = self.index.literals.get(span)
+        if ruled is None:
+            return updated
+        if not self.allowed(ruled):
+            self.mark(ruled)
+            return updated
+        assert ruled.rule.rewrite is not None
+        transform = targets.LITERAL.get(ruled.rule.rewrite.transform or "")
+        if transform is None:
+            self.mark(ruled)
+            return updated
+        target = LiteralTarget(self.ctx, ruled.rule, ruled.site, updated, self.parents())
+        new = transform(target)
+        if new is None:
+            self.mark(ruled)
+            return updated
+        if target.delete_statement:
+            self.pending_env[id(self.statements[-1])].append((span, ruled))
+            return updated
+        self.defer(target.deferred)
+        self.record(ruled, "kept" if new is updated else "rewritten")
+        return new
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        return self._statement_line(original, updated)
+
+    def leave_SimpleStatementSuite(
+        self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        new = self._small_statements(original, updated, alone=False)
+        if new is None:
+            return updated
+        body = [s for s in new if isinstance(s, cst.BaseSmallStatement)]
+        return updated.with_changes(body=body or [cst.Pass()])
+
+    def _statement_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        new = self._small_statements(original, updated, alone=len(original.body) == 1)
+        if new is None:
+            return updated
+        if not new:
+            return deleted(updated)
+        notes = self._notes.pop(id(original), [])
+        if all(isinstance(s, cst.BaseSmallStatement) for s in new) and (
+            len(new) == 1 or len(original.body) > 1
+        ):
+            line = updated.with_changes(body=_strip_last_semicolon(new))
+            return with_comments(line, notes)
+        # Compound statements (an `if` around a print): the line is replaced by statements.
+        lines = [
+            s if isinstance(s, cst.BaseStatement) else cst.SimpleStatementLine([s]) for s in new
+        ]
+        lines[0] = with_comments(lines[0].with_changes(leading_lines=updated.leading_lines), notes)
+        lines[-1] = _with_trailing(lines[-1], updated.trailing_whitespace)
+        return cst.FlattenSentinel(lines)
+
+    def _small_statements(
+        self,
+        original: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+        updated: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+        alone: bool,
+    ) -> list[targets.NewStatement] | None:
+        """The line's statements after statement transforms, or None when nothing changed."""
+        env = self.pending_env.pop(id(self.statements[-1]), [])
+        if not self.pending_statement and not env:
+            return None
+        changed = False
+        out: list[targets.NewStatement] = []
+        for old, new in zip(original.body, updated.body, strict=True):
+            replacement = self._statement(old, new, alone)
+            if replacement is None and env:
+                replacement = self._env_statement(old, env)
+            if replacement is None:
+                out.append(new)
+            else:
+                changed = True
+                out.extend(replacement)
+        for _, ruled in env:  # a variable read, not set: a person decides
+            self.mark(ruled)
+        return out if changed else None
+
+    def _statement(self, old: cst.BaseSmallStatement, new: cst.BaseSmallStatement, alone: bool):
+        value = getattr(old, "value", None)
+        if not isinstance(value, cst.Call):
+            return None
+        ruled = self.pending_statement.pop(self.span_of(value), None)
+        new_value = getattr(new, "value", None)
+        if ruled is None or not isinstance(new_value, cst.BaseExpression):
+            return None
+        assert ruled.rule.rewrite is not None
+        transform = targets.STATEMENT[ruled.rule.rewrite.transform or ""]
+        target = StatementTarget(
+            self.ctx,
+            ruled.rule,
+            ruled.site,
+            new_value,
+            value,
+            self.parents(),
+            small=new,
+            alone=alone,
+        )
+        result = transform(target)
+        if result is None:
+            self.mark(ruled)
+            return None
+        self.record(ruled, "rewritten")
+        statement = self.statements[-1]
+        self._notes[id(statement)].extend(note_text(ruled.rule, n) for n in target.notes)
+        return result
+
+    def _env_statement(self, old: cst.BaseSmallStatement, env: list[tuple[Span, RuledSite]]):
+        """Delete `os.environ[K] = v`, `os.environ.setdefault(K, v)`, `os.environ.pop(K)` and
+        `del os.environ[K]` for a variable whose rule says it is dead."""
+        key = _environ_key(old)
+        if key is None:
+            return None
+        for i, (span, ruled) in enumerate(env):
+            if self.span_of(key) == span:
+                env.pop(i)
+                self.record(ruled, "rewritten")
+                return []
+        return None
+
+    def leave_With(self, original: cst.With, updated: cst.With):
+        if not self.pending_with:
+            return updated
+        keep = []
+        unwrapped: list[RuledSite] = []
+        for old, new in zip(original.items, updated.items, strict=True):
+            ruled = self.pending_with.pop(self.span_of(old.item), None)
+            if ruled is None:
+                keep.append(new)
+            elif old.asname is not None:
+                self.mark(ruled, original)
+                keep.append(new)
+            else:
+                unwrapped.append(ruled)
+        for ruled in unwrapped:
+            self.record(ruled, "rewritten")
+        if not unwrapped:
+            return updated
+        if keep:
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(items=keep)
+        body = updated.body
+        statements: list[cst.BaseStatement]
+        if isinstance(body, cst.IndentedBlock):
+            statements = list(body.body)
+        else:
+            assert isinstance(body, cst.SimpleStatementSuite)
+            statements = [cst.SimpleStatementLine(body=body.body)]
+        first = statements[0]
+        own = getattr(first, "leading_lines", ())
+        statements[0] = first.with_changes(leading_lines=[*updated.leading_lines, *own])
+        return cst.FlattenSentinel(statements)
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        module = super().leave_Module(original, updated)
+        # Every deferred site is settled when its statement is left; anything still pending
+        # here would be a driver bug, so it is counted as left for a person, never as done.
+        for ruled in [*self.pending_statement.values(), *self.pending_with.values()]:
+            self.record(ruled, "marked")
+        return module
+
+
+class _Requote(cst.CSTTransformer):
+    def __init__(self, avoid: str) -> None:
+        self.avoid = avoid
+
+    def leave_SimpleString(
+        self, original: cst.SimpleString, updated: cst.SimpleString
+    ) -> cst.SimpleString:
+        if updated.quote != self.avoid or len(updated.quote) != 1:
+            return updated
+        other = "'" if self.avoid == '"' else '"'
+        body = updated.value[len(updated.prefix) + 1 : -1]
+        if other in body:
+            return updated
+        return updated.with_changes(value=f"{updated.prefix}{other}{body}{other}")
+
+
+def _requote(expr: cst.BaseExpression, fstring_quote: str) -> cst.BaseExpression:
+    new = expr.visit(_Requote(fstring_quote[0]))
+    assert isinstance(new, cst.BaseExpression)
+    return new
+
+
+def _environ_key(small: cst.BaseSmallStatement) -> cst.BaseExpression | None:
+    """The key literal of a statement that sets or deletes an environment variable."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        if isinstance(target, cst.Subscript) and _is_environ(target.value):
+            return _subscript_key(target)
+    if (
+        isinstance(small, cst.Del)
+        and isinstance(small.target, cst.Subscript)
+        and _is_environ(small.target.value)
+    ):
+        return _subscript_key(small.target)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("setdefault", "pop")
+            and _is_environ(func.value)
+            and small.value.args
+        ):
+            return small.value.args[0].value
+    return None
+
+
+def _is_environ(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "environ"
+
+
+def _subscript_key(node: cst.Subscript) -> cst.BaseExpression | None:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return node.slice[0].slice.value
+    return None
+
+
+def _strip_last_semicolon(body: list[targets.NewStatement]) -> list[cst.BaseSmallStatement]:
+    smalls = [s for s in body if isinstance(s, cst.BaseSmallStatement)]
+    if smalls and not isinstance(smalls[-1].semicolon, cst.MaybeSentinel):
+        smalls[-1] = smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+    return smalls
+
+
+def _with_trailing(stmt: cst.BaseStatement, trailing: cst.TrailingWhitespace) -> cst.BaseStatement:
+    """Move a line's trailing comment onto the last simple line of its replacement."""
+    if trailing.comment is None:
+        return stmt
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return stmt.with_changes(trailing_whitespace=trailing)
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock) and body.body:
+        inner = list(body.body)
+        inner[-1] = _with_trailing(inner[-1], trailing)
+        return stmt.with_changes(body=body.with_changes(body=inner))
+    return stmt
+
+
+def _comment_first(result, lines: list[str], already: frozenset[str]):
+    if isinstance(result, cst.FlattenSentinel):
+        nodes = list(result.nodes)
+        if nodes:
+            nodes[0] = with_comments(nodes[0], lines, already)
+        return cst.FlattenSentinel(nodes)
+    if isinstance(result, cst.CSTNode):
+        return with_comments(result, lines, already)
+    return result
+
+
+__all__ = ["DeletedStatement", "RuleTransformer"]

@@ -1,0 +1,9 @@
+"""The named Python transforms rules refer to. Importing this package registers them all."""
+
+from neuron_migrate.codemod.transforms import (  # noqa: F401  (imported to register)
+    collectives,
+    device,
+    launch,
+    literals,
+    steps,
+)

@@ -1,0 +1,101 @@
+"""Device, ranks and AMP: transforms that replace one call with one expression."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.codemod.context import FileContext
+from neuron_migrate.codemod.targets import CallTarget, expression
+from neuron_migrate.codemod.templates import bind_arguments, parenthesize, render
+from neuron_migrate.codemod.transforms._build import (
+    is_false,
+    is_none,
+    is_true,
+    keyword,
+    unpacked,
+    with_commas,
+)
+
+_LOCAL_MASTER = 'int(os.environ.get("LOCAL_RANK", 0)) == 0'
+_GLOBAL_MASTER = "not dist.is_initialized() or dist.get_rank() == 0"
+
+
+def master_test(ctx: FileContext, local: bool) -> cst.BaseExpression:
+    return render(_LOCAL_MASTER if local else _GLOBAL_MASTER, ctx)
+
+
+@expression("xla-device")
+def xla_device(t: CallTarget) -> cst.BaseExpression | None:
+    """xm.xla_device(n=None, devkind=None) / torch_xla.device(index=None)."""
+    values = bind_arguments(t.call, ("n", "devkind")) or bind_arguments(t.call, ("index",))
+    if values is None:
+        return None
+    index = values.get("n", values.get("index"))
+    if is_none(index):
+        return render('torch.device("neuron")', t.ctx)
+    assert index is not None
+    return render('torch.device("neuron", {index})', t.ctx, {"index": index})
+
+
+@expression("is-master-ordinal")
+def is_master_ordinal(t: CallTarget) -> cst.BaseExpression | None:
+    values = bind_arguments(t.call, ("local",))
+    if values is None:
+        return None
+    local = values.get("local")
+    if local is None or is_true(local):
+        return master_test(t.ctx, local=True)
+    if is_false(local):
+        return master_test(t.ctx, local=False)
+    return None
+
+
+@expression("inline-step-closure")
+def inline_step_closure(t: CallTarget) -> cst.BaseExpression | None:
+    """xm.add_step_closure(closure, args=(), run_async=False) -> closure(*args)."""
+    values = bind_arguments(t.call, ("closure", "args", "run_async"))
+    if values is None or "closure" not in values:
+        return None
+    args = unpacked(values.get("args"))
+    if args is None:
+        return None
+    return cst.Call(func=parenthesize(values["closure"]), args=with_commas(args))
+
+
+@expression("optimizer-step")
+def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
+    """xm.optimizer_step(optimizer, barrier=False, optimizer_args={}, groups=None, pin_layout=True)
+    -> optimizer.step(**optimizer_args), where DDP/FSDP2 visibly reduces the gradients."""
+    values = bind_arguments(
+        t.call, ("optimizer", "barrier", "optimizer_args", "groups", "pin_layout")
+    )
+    if values is None or "optimizer" not in values or not is_none(values.get("groups")):
+        return None
+    if not (t.ctx.wraps_model() or t.ctx.unsafe):
+        return None
+    step_args: list[cst.Arg] = []
+    extra = values.get("optimizer_args")
+    if extra is not None and not (isinstance(extra, cst.Dict) and not extra.elements):
+        step_args.append(cst.Arg(value=extra, star="**"))
+    method = cst.Attribute(value=parenthesize(values["optimizer"]), attr=cst.Name("step"))
+    return cst.Call(func=method, args=step_args)
+
+
+@expression("autocast")
+def autocast(t: CallTarget) -> cst.BaseExpression | None:
+    """torch_xla.amp.autocast(device, enabled=True, dtype=None, cache_enabled=True) ->
+    torch.autocast("neuron", ..., dtype=<given or torch.bfloat16>)."""
+    params = ("device", "enabled", "dtype", "cache_enabled")
+    values = bind_arguments(t.call, params)
+    if values is None:
+        return None
+    func = render("torch.autocast", t.ctx)
+    args = [cst.Arg(value=cst.SimpleString('"neuron"'))]
+    for name in params[1:]:
+        value = values.get(name)
+        if value is None or (name == "dtype" and is_none(value)):
+            continue
+        args.append(keyword(name, value))
+    if all(a.keyword is None or a.keyword.value != "dtype" for a in args):
+        args.append(keyword("dtype", render("torch.bfloat16", t.ctx)))
+    return cst.Call(func=func, args=with_commas(args))

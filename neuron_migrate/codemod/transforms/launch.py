@@ -1,0 +1,114 @@
+"""Launch and data loading: spawn becomes a direct call under torchrun; device loaders become a
+small re-iterable wrapper added to the file."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.codemod.targets import (
+    CallTarget,
+    NewStatement,
+    StatementTarget,
+    expression,
+    statement,
+)
+from neuron_migrate.codemod.templates import bind_arguments, parenthesize, render
+from neuron_migrate.codemod.transforms._build import is_true, number, unpacked, with_commas
+
+DEVICE_LOADER = "NeuronDeviceLoader"
+DEVICE_LOADER_SOURCE = '''
+class NeuronDeviceLoader:
+    """Iterates a DataLoader, moving every tensor of each batch to `device`."""
+
+    def __init__(self, loader, device):
+        self.loader = loader
+        self.device = device
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield torch.utils._pytree.tree_map(
+                lambda t: t.to(self.device) if isinstance(t, torch.Tensor) else t, batch
+            )
+
+    def __len__(self):
+        return len(self.loader)
+'''
+
+_SPAWN_PARAMS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
+_LAUNCH_PARAMS = ("fn", "args", "start_method", "debug_single_process")
+_LOADER_OPTIONS = (
+    "loader_prefetch_size",
+    "device_prefetch_size",
+    "host_to_device_transfer_threads",
+    "batches_per_execution",
+    "loader_prefetch_time",
+    "fixed_batch_size",
+    "batchdim",
+)
+
+
+@statement("spawn")
+def spawn(t: StatementTarget) -> list[NewStatement] | None:
+    """xmp.spawn(fn, args=(...)) / torch_xla.launch(fn, args=(...)) -> fn(local_rank, ...)."""
+    if not t.is_expression_statement:
+        return None
+    launch = t.site.qualname is not None and t.site.qualname.endswith(".launch")
+    values = bind_arguments(t.call, _LAUNCH_PARAMS if launch else _SPAWN_PARAMS)
+    if values is None or "fn" not in values:
+        return None
+    if "join" in values and not is_true(values["join"]):
+        return None  # the caller goes on while workers run: not a plain call
+    single = number(values.get("nprocs")) == 1 or is_true(values.get("debug_single_process"))
+    index = cst.Integer("0") if single else render('int(os.environ.get("LOCAL_RANK", 0))', t.ctx)
+    rest = unpacked(values.get("args"))
+    if rest is None:
+        return None
+    call = cst.Call(func=parenthesize(values["fn"]), args=with_commas([cst.Arg(index), *rest]))
+    note = t.rule.rewrite.option("note") if t.rule.rewrite else None
+    if note:
+        t.notes.append(note)
+    return [cst.Expr(call)]
+
+
+def _device_loader(t: CallTarget, loader: cst.BaseExpression, device: cst.BaseExpression):
+    t.ctx.helpers.add(DEVICE_LOADER)
+    t.ctx.use_modules(cst.Name("torch"))  # the helper class names torch
+    args = with_commas([cst.Arg(loader), cst.Arg(device)])
+    return cst.Call(func=cst.Name(DEVICE_LOADER), args=args)
+
+
+@expression("device-loader")
+def device_loader(t: CallTarget) -> cst.BaseExpression | None:
+    """pl.MpDeviceLoader(loader, device, **options) -> NeuronDeviceLoader(loader, device)."""
+    values = bind_arguments(t.call, ("loader", "device", *_LOADER_OPTIONS))
+    if values is None or "loader" not in values or "device" not in values:
+        return None  # input_sharding= (SPMD) or an unknown option
+    return _device_loader(t, values["loader"], values["device"])
+
+
+@expression("parallel-loader")
+def parallel_loader(t: CallTarget) -> cst.BaseExpression | None:
+    """pl.ParallelLoader(loader, devices).per_device_loader(device) -> NeuronDeviceLoader(...).
+
+    The site is the inner call; the chained call around it is replaced when it is left."""
+    values = bind_arguments(t.call, ("loader", "devices", *_LOADER_OPTIONS))
+    if values is None or "loader" not in values or len(t.parents) < 2:
+        return None
+    attribute, outer = t.parents[-1], t.parents[-2]
+    if not (
+        isinstance(attribute, cst.Attribute)
+        and attribute.attr.value == "per_device_loader"
+        and isinstance(outer, cst.Call)
+        and outer.func is attribute
+    ):
+        return None
+    loader = values["loader"]
+
+    def edit(chained: cst.Call) -> cst.Call:
+        device = bind_arguments(chained, ("device",))
+        if not device or "device" not in device:
+            return chained
+        return _device_loader(t, loader, device["device"])
+
+    t.deferred.append((outer, edit))
+    return t.call

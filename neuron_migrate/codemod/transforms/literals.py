@@ -1,0 +1,77 @@
+"""Idioms pointed at by a string literal: device strings, backend names, environment variables."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from neuron_migrate.codemod.targets import LiteralTarget, literal
+from neuron_migrate.codemod.templates import add_keyword, keyword_value, remove_keyword, render
+from neuron_migrate.codemod.transforms._build import is_true, string_value
+
+_XLA_DEVICE = re.compile(r"^xla(?P<index>:\d+)?$")
+_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+
+
+def replace_value(node: cst.SimpleString, value: str) -> cst.SimpleString:
+    """The same literal (prefix and quotes kept) holding `value`."""
+    prefix = node.prefix
+    quote = node.quote
+    return node.with_changes(value=f"{prefix}{quote}{value}{quote}")
+
+
+@literal("device-string")
+def device_string(t: LiteralTarget) -> cst.SimpleString | None:
+    match = _XLA_DEVICE.match(string_value(t.literal) or "")
+    if match is None:
+        return None
+    call = t.enclosing_call()
+    if call is not None and t.ctx.qualname_of_call(call) in _AUTOCAST:
+        # torch_xla's autocast used bfloat16 on Neuron; PyTorch's default for the device is
+        # float16, so the dtype is written out.
+        bf16 = render("torch.bfloat16", t.ctx)
+        t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
+    return replace_value(t.literal, "neuron" + (match.group("index") or ""))
+
+
+@literal("replace-literal")
+def replace_literal(t: LiteralTarget) -> cst.SimpleString | None:
+    new = t.rule.rewrite.option("to") if t.rule.rewrite else None
+    return replace_value(t.literal, new) if new else None
+
+
+@literal("compile-backend")
+def compile_backend(t: LiteralTarget) -> cst.SimpleString | None:
+    """backend='openxla' -> 'neuron', pinning dynamic=False and dropping an ignored mode=."""
+    call = t.enclosing_call()
+    if call is not None and t.ctx.qualname_of_call(call) == "torch.compile":
+        if is_true(keyword_value(call, "dynamic")):
+            return None  # the neuron backend rejects dynamic shapes: a person must decide
+        mode = keyword_value(call, "mode")
+        drop_mode = mode is not None and string_value(mode) != "default"
+        dynamic_false = cst.Name("False")
+
+        def edit(c: cst.Call) -> cst.Call:
+            if drop_mode:
+                c = remove_keyword(c, "mode")
+            return add_keyword(c, "dynamic", dynamic_false)
+
+        t.deferred.append((call, edit))
+    return replace_value(t.literal, "neuron")
+
+
+@literal("env-var")
+def env_var(t: LiteralTarget) -> cst.SimpleString | None:
+    """Rename the variable, or ask the driver to delete the statement that sets it."""
+    rename = t.rule.rewrite.option("rename_to") if t.rule.rewrite else None
+    if rename:
+        return replace_value(t.literal, rename)
+    t.delete_statement = True
+    return t.literal
+
+
+@literal("keep")
+def keep(t: LiteralTarget) -> cst.SimpleString | None:
+    """A variable that means the same natively: nothing to change (counted as kept)."""
+    return t.literal

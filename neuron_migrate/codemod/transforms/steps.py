@@ -1,0 +1,114 @@
+"""Statement transforms: step markers, printing and saving on the master, barriers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.codemod.targets import NewStatement, StatementTarget, statement
+from neuron_migrate.codemod.templates import bind_arguments, render
+from neuron_migrate.codemod.transforms._build import (
+    call_statement,
+    if_block,
+    is_false,
+    is_none,
+    is_true,
+    keyword,
+    string_value,
+    with_commas,
+)
+from neuron_migrate.codemod.transforms.device import master_test
+
+_SAVE_CPU = (
+    "torch.save(torch.utils._pytree.tree_map("
+    "lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, {data}), {path})"
+)
+
+
+@statement("step-marker")
+def step_marker(t: StatementTarget) -> list[NewStatement] | None:
+    """mark_step() / sync() are deleted; with wait=True they become a device synchronize."""
+    if not t.is_expression_statement:
+        return None
+    values = bind_arguments(t.call, ("wait", "reset_scope"))
+    if values is None:
+        return None
+    wait = values.get("wait")
+    if wait is None or is_false(wait):
+        return []
+    if is_true(wait):
+        return [cst.Expr(render("torch.neuron.synchronize()", t.ctx))]
+    return None
+
+
+@statement("delete-call-statement")
+def delete_call_statement(t: StatementTarget) -> list[NewStatement] | None:
+    return [] if t.is_expression_statement else None
+
+
+@statement("master-print")
+def master_print(t: StatementTarget) -> list[NewStatement] | None:
+    """xm.master_print(*args, fd=sys.stdout, local=False, flush=False) -> a guarded print."""
+    if not (t.is_expression_statement and t.alone):
+        return None
+    local = False
+    print_args: list[cst.Arg] = []
+    for arg in t.call.args:
+        name = arg.keyword.value if arg.keyword else None
+        if name is None:
+            print_args.append(arg)
+        elif name == "fd":
+            print_args.append(keyword("file", arg.value))
+        elif name == "flush":
+            print_args.append(keyword("flush", arg.value))
+        elif name == "local" and (is_true(arg.value) or is_false(arg.value)):
+            local = is_true(arg.value)
+        else:
+            return None
+    printed = cst.Call(func=cst.Name("print"), args=with_commas(print_args))
+    return [if_block(master_test(t.ctx, local), [call_statement(printed)])]
+
+
+@statement("save-on-master")
+def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
+    """xm.save(data, file_or_path, master_only=True, global_master=False) -> torch.save of the
+    data moved to the CPU, on the master only."""
+    if not (t.is_expression_statement and t.alone):
+        return None
+    values = bind_arguments(t.call, ("data", "file_or_path", "master_only", "global_master"))
+    values = values or bind_arguments(t.call, ("data", "path", "master_only", "global_master"))
+    if values is None:
+        return None
+    path = values.get("file_or_path", values.get("path"))
+    if "data" not in values or path is None:
+        return None
+    master_only, global_master = values.get("master_only"), values.get("global_master")
+    if not (master_only is None or is_true(master_only) or is_false(master_only)):
+        return None
+    if not (global_master is None or is_true(global_master) or is_false(global_master)):
+        return None
+    save = call_statement(render(_SAVE_CPU, t.ctx, {"data": values["data"], "path": path}))
+    if is_false(master_only):
+        return [save]
+    return [if_block(master_test(t.ctx, local=not is_true(global_master)), [save])]
+
+
+@statement("rendezvous")
+def rendezvous(t: StatementTarget) -> list[NewStatement] | None:
+    """xm.rendezvous(tag, payload=b'', replicas=[]) without a payload -> a barrier, when a
+    process group exists (a single process had nothing to wait for)."""
+    if not (t.is_expression_statement and t.alone):
+        return None
+    values = bind_arguments(t.call, ("tag", "payload", "replicas"))
+    if values is None:
+        return None
+    payload, replicas = values.get("payload"), values.get("replicas")
+    if payload is not None and string_value(payload) not in ("",) and not _empty_bytes(payload):
+        return None
+    if not (is_none(replicas) or (isinstance(replicas, cst.List) and not replicas.elements)):
+        return None
+    barrier = call_statement(render("dist.barrier()", t.ctx))
+    return [if_block(render("dist.is_initialized()", t.ctx), [barrier])]
+
+
+def _empty_bytes(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value in (b"", "")

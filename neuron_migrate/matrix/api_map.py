@@ -1,0 +1,174 @@
+"""The generated API->aten map (``compat_matrix/api_map/torch-<minor>.yaml``). No torch import.
+
+    amap = load_api_map("2.13")
+    amap.aten_for("torch.sort")                    # ("aten::sort",)
+    amap.aten_for("torch.nn.Linear")               # forward then backward ops
+    amap.aten_for_tensor_method("sort")            # ("aten::sort",)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from neuron_migrate import resources
+from neuron_migrate.errors import DataFileError, UsageError
+
+_FILE_RE = re.compile(r"^torch-(\d+\.\d+)\.yaml$")
+_cache: dict[str, ApiMap] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ApiMap:
+    torch_minor: str
+    torch_version: str
+    path: str
+    apis: Mapping[str, tuple[str, ...]]  # functions: forward ops
+    modules: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # (forward, backward)
+    tensor_methods: Mapping[str, tuple[str, ...]]
+    tensor_method_names: frozenset[str]
+    failed: Mapping[str, str]
+    mapped: int
+    considered: int
+
+    def aten_for(self, qualname: str) -> tuple[str, ...] | None:
+        """Ops an API reaches; None when the map does not know the API.
+
+        Functions give their forward ops; nn modules give forward then backward ops (deduplicated).
+        ``Tensor.sort`` / ``torch.Tensor.sort`` are read as the Tensor method ``sort``.
+        """
+        ops = self.apis.get(qualname)
+        if ops is not None:
+            return ops
+        module = self.modules.get(qualname)
+        if module is not None:
+            forward, backward = module
+            return forward + tuple(op for op in backward if op not in forward)
+        for prefix in ("torch.Tensor.", "Tensor."):
+            if qualname.startswith(prefix):
+                return self.aten_for_tensor_method(qualname[len(prefix) :])
+        return None
+
+    def aten_for_module(self, qualname: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(forward ops, backward ops) of an nn module, or None."""
+        return self.modules.get(qualname)
+
+    def aten_for_tensor_method(self, name: str) -> tuple[str, ...] | None:
+        return self.tensor_methods.get(name)
+
+    def is_tensor_method(self, name: str) -> bool:
+        return name in self.tensor_method_names or name in self.tensor_methods
+
+    def coverage(self) -> tuple[int, int]:
+        """(mapped APIs, public APIs considered), as recorded by the builder."""
+        return self.mapped, self.considered
+
+
+def available_api_maps() -> list[str]:
+    """Torch minors with a bundled map, oldest first: ``["2.13", "2.14"]``."""
+    found = [m.group(1) for p in _dir().glob("torch-*.yaml") if (m := _FILE_RE.match(p.name))]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def load_api_map(torch_minor: str | None = None, *, path: Path | None = None) -> ApiMap:
+    """Load the map for a torch minor (``"2.13"``; ``"2.13.0"`` also accepted; default: newest)."""
+    if path is None:
+        minors = available_api_maps()
+        if torch_minor is None:
+            if not minors:
+                raise DataFileError(str(_dir()), "<dir>", "no API map files found")
+            torch_minor = minors[-1]
+        torch_minor = ".".join(torch_minor.split(".")[:2])
+        if torch_minor not in minors:
+            raise UsageError(
+                f"no API map for torch {torch_minor}: available {', '.join(minors) or 'none'}"
+            )
+        path = _dir() / f"torch-{torch_minor}.yaml"
+    key = str(Path(path).resolve())
+    with _lock:
+        cached = _cache.get(key)
+        if cached is None:
+            cached = _parse(Path(path))
+            _cache[key] = cached
+    return cached
+
+
+def _dir() -> Path:
+    return resources.matrix_dir() / "api_map"
+
+
+def _parse(path: Path) -> ApiMap:
+    shown = _shown(path)
+
+    def fail(field: str, problem: str) -> DataFileError:
+        return DataFileError(shown, field, problem)
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except (OSError, yaml.YAMLError) as exc:
+        raise fail("<file>", f"cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise fail("<top>", "expected a mapping")
+    if data.get("schema_version") != 1:
+        raise fail("schema_version", f"expected 1, got {data.get('schema_version')!r}")
+    torch_version = str(data.get("torch", ""))
+    coverage = data.get("coverage") or {}
+    if not isinstance(coverage, dict):
+        raise fail("coverage", "expected a mapping")
+
+    def op_table(key: str) -> dict[str, tuple[str, ...]]:
+        table = data.get(key) or {}
+        if not isinstance(table, dict):
+            raise fail(key, "expected a mapping")
+        out = {}
+        for name, ops in table.items():
+            out[str(name)] = _ops(ops, f"{key}.{name}", fail)
+        return out
+
+    modules = {}
+    raw_modules = data.get("modules") or {}
+    if not isinstance(raw_modules, dict):
+        raise fail("modules", "expected a mapping")
+    for name, entry in raw_modules.items():
+        if not isinstance(entry, dict):
+            raise fail(f"modules.{name}", "expected {forward, backward}")
+        modules[str(name)] = (
+            _ops(entry.get("forward"), f"modules.{name}.forward", fail),
+            _ops(entry.get("backward") or [], f"modules.{name}.backward", fail),
+        )
+    names = data.get("tensor_method_names") or []
+    if not isinstance(names, list):
+        raise fail("tensor_method_names", "expected a list")
+    return ApiMap(
+        torch_minor=".".join(torch_version.split(".")[:2]),
+        torch_version=torch_version,
+        path=shown,
+        apis=op_table("apis"),
+        modules=modules,
+        tensor_methods=op_table("tensor_methods"),
+        tensor_method_names=frozenset(str(n) for n in names),
+        failed={str(k): str(v) for k, v in (data.get("failed") or {}).items()},
+        mapped=int(coverage.get("mapped", 0)),
+        considered=int(coverage.get("considered", 0)),
+    )
+
+
+def _ops(value: Any, field: str, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fail(field, "expected a list of op names")
+    return tuple(value)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(resources.matrix_dir().resolve().parent))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,255 @@
+"""Jupyter notebooks as Python source: split the code cells into one module, map lines back to
+cells, and write changed cells back into the notebook without disturbing anything else.
+
+The scan and the rewrite both see a notebook through `split_notebook`:
+
+    nb = split_notebook(text)                 # text: the .ipynb file, decoded
+    nb.source                                 # one Python module: every Python code cell
+    nb.locate(line)                           # -> (cell, line in cell) or None
+
+and the rewrite writes its result back with `join_notebook`:
+
+    new_module = rewrite_python(nb.source)    # any source-to-source transform
+    new_text = join_notebook(text, nb, new_module)   # the notebook, changed cells only
+
+How the module is built, and why:
+
+- Cells are joined in order, so an import in cell 1 resolves a call in cell 5, as in a kernel.
+  Each cell starts with a sentinel statement, `__neuron_migrate_cell__(N)`, on a line of its own
+  (N is the 1-based position of the cell in the notebook's `cells` list; markdown cells count).
+  Statements, not comments: a transform that deletes a cell's first statement would take a
+  comment with it. Lines a transform puts before the first sentinel (an added import) join the
+  first code cell.
+- IPython syntax does not parse as Python, so in a cell that does not parse, magic and shell
+  lines (`%pip install x`, `!ls`, `x = !ls`, `obj?`, and their backslash continuations) become
+  `__neuron_migrate_magic__(K)` at the same indentation, and come back verbatim afterwards. A
+  cell that parses is left exactly as it is (so `"!"` inside a string is never touched).
+- A cell magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, ...) keeps its body;
+  other cell magics (`%%bash`, `%%writefile`, ...) and non-code cells are left out of the module.
+- `join_notebook` changes only the `source` of cells whose text changed, keeps each source's
+  shape (a list of lines or one string), and dumps the JSON with the layout detected in the
+  original (indent, key order, ASCII escapes, final newline), which reproduces files written by
+  Jupyter and nbformat byte for byte. Outputs, metadata and execution counts are never touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuron_migrate.errors import NeuronMigrateError
+
+CELL_SENTINEL = "__neuron_migrate_cell__"
+MAGIC_PLACEHOLDER = "__neuron_migrate_magic__"
+
+_SENTINEL_LINE = re.compile(rf"^{CELL_SENTINEL}\((\d+)\)\s*$")
+_PLACEHOLDER_LINE = re.compile(rf"^(\s*){MAGIC_PLACEHOLDER}\((\d+)\)\s*$")
+_MAGIC_LINE = re.compile(
+    r"^\s*(?:[%!?]"  # %magic, %%magic, !shell, ?help
+    r"|[\w.,\s\[\]()*]+=\s*[%!]"  # x = !ls, files = %sx ls
+    r"|[\w.]+\?{1,2}\s*$)"  # obj? / obj??
+)
+# Cell magics whose body is Python code.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "mprun"})
+
+
+class NotebookError(NeuronMigrateError):
+    """The file is not a notebook this tool can read (its message is one line)."""
+
+
+@dataclass(frozen=True)
+class CellSpan:
+    cell: int  # 1-based position in the notebook's `cells` list
+    first_line: int  # the cell's first line in the module (the line after its sentinel)
+    line_count: int
+    trailing_newline: bool  # the cell's source ended with a newline
+
+
+@dataclass(frozen=True)
+class SplitNotebook:
+    source: str  # the Python module made of the code cells
+    cells: tuple[CellSpan, ...]
+    magics: tuple[str, ...] = ()  # original lines behind each __neuron_migrate_magic__(K)
+    cell_magic_lines: dict[int, str] = field(default_factory=dict)  # cell -> its %%magic line
+    language: str = "python"
+
+    def locate(self, line: int) -> tuple[int, int] | None:
+        """(cell, line in cell) for a line of `source`; None for a sentinel line."""
+        for span in self.cells:
+            if span.first_line <= line < span.first_line + span.line_count:
+                offset = 1 if span.cell in self.cell_magic_lines else 0  # the %%magic line
+                return span.cell, line - span.first_line + 1 + offset
+        return None
+
+
+def load_notebook(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"not a valid notebook: invalid JSON at line {exc.lineno}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise NotebookError("not a valid notebook: no 'cells' list")
+    for i, cell in enumerate(data["cells"], 1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("source", ""), (str, list)):
+            raise NotebookError(f"not a valid notebook: cell {i} is malformed")
+    return data
+
+
+def notebook_language(data: dict[str, Any]) -> str:
+    meta = data.get("metadata") or {}
+    language = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get(
+        "language"
+    )
+    return str(language or "python").lower()
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def split_notebook(text: str) -> SplitNotebook:
+    """The Python module behind a notebook's code cells (see the module docstring)."""
+    data = load_notebook(text)
+    language = notebook_language(data)
+    parts: list[str] = []
+    spans: list[CellSpan] = []
+    magics: list[str] = []
+    cell_magic_lines: dict[int, str] = {}
+    line = 1
+    for number, cell in enumerate(data["cells"], 1):
+        if cell.get("cell_type") != "code":
+            continue
+        body = cell_text(cell)
+        first, _, rest = body.partition("\n")
+        if first.startswith("%%"):
+            if first[2:].split(" ", 1)[0].strip() not in PYTHON_CELL_MAGICS:
+                continue  # not Python: leave the cell alone
+            cell_magic_lines[number] = first + "\n"
+            body = rest
+        masked = _mask_magics(body, magics)
+        parts.append(f"{CELL_SENTINEL}({number})\n")
+        line += 1
+        trailing = body.endswith("\n")
+        if masked:
+            parts.append(masked if trailing else masked + "\n")
+        count = masked.count("\n") + (0 if trailing or not masked else 1)
+        spans.append(CellSpan(number, line, count, trailing))
+        line += count
+    return SplitNotebook("".join(parts), tuple(spans), tuple(magics), cell_magic_lines, language)
+
+
+def _parses(body: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            ast.parse(body)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _mask_magics(body: str, magics: list[str]) -> str:
+    if not body or _parses(body):
+        return body
+    out = []
+    continuing = False
+    for line in body.splitlines(keepends=True):
+        if continuing or _MAGIC_LINE.match(line):
+            indent = line[: len(line) - len(line.lstrip())]
+            ending = "\n" if line.endswith("\n") else ""
+            out.append(f"{indent}{MAGIC_PLACEHOLDER}({len(magics)}){ending}")
+            magics.append(line.rstrip("\n"))
+            continuing = line.rstrip("\r\n").endswith("\\")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def cell_sources(split: SplitNotebook, module: str) -> dict[int, str]:
+    """Each cell's source, taken back out of a (possibly rewritten) module: magics restored,
+    the `%%magic` line put back, each cell's final newline as it was."""
+    wanted = {span.cell: span for span in split.cells}
+    out: dict[int, list[str]] = {}
+    current: int | None = None
+    preamble: list[str] = []
+    for line in module.splitlines(keepends=True):
+        sentinel = _SENTINEL_LINE.match(line)
+        if sentinel:
+            current = int(sentinel.group(1))
+            if current not in wanted:
+                raise NotebookError(f"cell sentinel {current} does not belong to this notebook")
+            out[current] = preamble if not out else []
+            preamble = []
+            continue
+        (out[current] if current is not None else preamble).append(_restore(line, split))
+    missing = sorted(set(wanted) - set(out))
+    if missing:
+        raise NotebookError(f"the rewritten module lost the start of cell {missing[0]}")
+    result = {}
+    for number, lines in out.items():
+        text = "".join(lines)
+        if not wanted[number].trailing_newline and text.endswith("\n"):
+            text = text[:-1]
+        result[number] = split.cell_magic_lines.get(number, "") + text
+    return result
+
+
+def _restore(line: str, split: SplitNotebook) -> str:
+    match = _PLACEHOLDER_LINE.match(line)
+    if match is None:
+        return line
+    original = split.magics[int(match.group(2))]
+    ending = "\n" if line.endswith("\n") else ""
+    return match.group(1) + original.lstrip() + ending
+
+
+def join_notebook(text: str, split: SplitNotebook, module: str) -> str:
+    """The notebook `text` with each code cell's source replaced by its part of `module`.
+
+    Returns `text` itself when no cell changed."""
+    data = load_notebook(text)
+    changed = False
+    for number, source in cell_sources(split, module).items():
+        cell = data["cells"][number - 1]
+        if cell_text(cell) == source:
+            continue
+        changed = True
+        old = cell.get("source", "")
+        cell["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
+    return dump_like(data, text) if changed else text
+
+
+def dump_like(data: Any, original: str) -> str:
+    """JSON text for `data` in the layout of `original` (indent, escapes, final newline)."""
+    second = original.split("\n", 2)[1] if original.count("\n") >= 2 else ""
+    indent: int | str | None = None
+    if original.lstrip().startswith("{\n") or original.lstrip().startswith("{\r\n"):
+        stripped = second.lstrip(" \t")
+        indent = second[: len(second) - len(stripped)] or 0
+        if isinstance(indent, str) and set(indent) == {" "}:
+            indent = len(indent)
+    ascii_only = original.isascii() and "\\u" in original
+    separators = (",", ": ") if indent is not None else _inline_separators(original)
+    text = json.dumps(data, indent=indent, ensure_ascii=ascii_only, separators=separators)
+    return text + ("\n" if original.endswith("\n") else "")
+
+
+def _inline_separators(original: str) -> tuple[str, str]:
+    return (", ", ": ") if re.search(r'", "|": ', original) else (",", ":")
+
+
+def transform_notebook(text: str, transform: Callable[[str], str]) -> str:
+    """Apply a source-to-source `transform` to a notebook's Python code cells; returns the new
+    notebook text (`text` itself when nothing changed or it is not a Python notebook).
+
+    For the rewrite: `transform_notebook(text, lambda module: rewrite_source(module).new)`."""
+    split = split_notebook(text)
+    if split.language != "python" or not split.cells:
+        return text
+    return join_notebook(text, split, transform(split.source))

@@ -1,0 +1,86 @@
+"""Scanning one notebook: its code cells become one module (`neuron_migrate.notebook`), the
+engine analyses it like any source file, and every finding is moved back to its cell and line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from neuron_migrate.cache import NoCache, ResultCache, file_key
+from neuron_migrate.discover import SourcePath, may_hold_findings
+from neuron_migrate.engine import analyze_source, config_digest
+from neuron_migrate.findings import FileError, FileResult, Finding
+from neuron_migrate.notebook import NotebookError, SplitNotebook, split_notebook
+from neuron_migrate.source import read_bytes
+from neuron_migrate.suppressions import Suppression, parse_suppressions
+
+_AT_LINE = re.compile(r"\bat line (\d+)")
+
+
+def scan_notebook(
+    source: SourcePath, target: str, max_bytes: int, cache: ResultCache | NoCache
+) -> tuple[FileResult, list[Suppression]]:
+    """The findings of one .ipynb file, located by cell, and its suppression comments."""
+    display = source.display
+    data = read_bytes(source.path, display, max_bytes)
+    if isinstance(data, FileError):
+        return FileResult(display, error=data), []
+    if not data.strip():
+        return FileResult(display, extra={"skipped": "empty file"}), []
+    try:
+        split = split_notebook(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        return FileResult(
+            display, error=FileError(display, f"not valid utf-8 at byte {exc.start}", "encoding")
+        ), []
+    except NotebookError as exc:
+        return FileResult(display, error=FileError(display, str(exc), "syntax")), []
+    if split.language != "python":
+        return FileResult(
+            display, extra={"skipped": f"not a Python notebook ({split.language})"}
+        ), []
+    suppressions = _located_suppressions(split, display)
+    if not may_hold_findings(split.source.encode("utf-8")):
+        return FileResult(display, skipped_by_prefilter=True), suppressions
+    key = file_key(config_digest(target), display, data)
+    cached = cache.get(key)
+    if cached is not None:
+        return replace(cached, from_cache=True), suppressions
+    result = _located(analyze_source(split.source, display, target), split)
+    cache.put(key, result)
+    return result, suppressions
+
+
+def _located(result: FileResult, split: SplitNotebook) -> FileResult:
+    if result.error is not None:
+        reason = _AT_LINE.sub(lambda m: _where(split, int(m.group(1))), result.error.reason)
+        return replace(result, error=replace(result.error, reason=reason))
+    findings = [_move(f, split) for f in result.findings]
+    return replace(result, findings=tuple(f for f in findings if f is not None))
+
+
+def _where(split: SplitNotebook, line: int) -> str:
+    place = split.locate(line)
+    return f"in cell {place[0]}, line {place[1]}" if place else f"at line {line}"
+
+
+def _move(finding: Finding, split: SplitNotebook) -> Finding | None:
+    start = split.locate(finding.line)
+    if start is None:
+        return None  # on a sentinel line: not the user's code
+    end = split.locate(finding.end_line)
+    end_line = end[1] if end is not None and end[0] == start[0] else start[1]
+    return replace(finding, cell=start[0], line=start[1], end_line=end_line)
+
+
+def _located_suppressions(split: SplitNotebook, display: str) -> list[Suppression]:
+    if "neuron-migrate:" not in split.source:
+        return []
+    out = []
+    for s in parse_suppressions(split.source, display):
+        here, target = split.locate(s.line), split.locate(s.target_line)
+        if here is None:
+            continue
+        target_line = target[1] if target is not None and target[0] == here[0] else -1
+        out.append(replace(s, line=here[1], target_line=target_line, cell=here[0]))
+    return out

@@ -1,0 +1,312 @@
+"""`verify`: the static report reconciled with what a run on the simulated device did.
+
+Each static finding about an op, a dtype, a namespace or a memory format gets one verdict:
+
+- confirmed: the run reached the predicted aten ops from that source line (or, for an nn module,
+  anywhere in the run) with the predicted status;
+- contradicted: they ran with another status; the reason says which ops ran and how;
+- not exercised: the run never executed that line (or never ran that module's ops).
+
+Ops the run reached from a line of the scanned code that no finding predicted are listed too:
+that is what the static analysis missed. torch_xla findings and advice (e.g. `dynamic=False`)
+are not something a run can confirm; they are counted apart.
+
+Run locations are matched to findings by absolute file and line. Pure Python, no torch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate.api import ScanReport
+from neuron_migrate.findings import Finding
+
+VERIFIABLE_CATEGORIES = frozenset({"op", "dtype", "namespace", "memory_format", "compile"})
+_RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
+
+Location = tuple[str, int]  # (absolute path, line)
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    finding: Finding
+    verdict: str  # "confirmed" | "contradicted" | "not_exercised"
+    observed: str | None  # the status the run showed, if it reached the site
+    reason: str
+    ops: tuple[str, ...] = ()  # the ops the run reached for this finding
+
+
+@dataclass(frozen=True)
+class Unpredicted:
+    op: str
+    status: str
+    location: str  # path relative to the scanned root, ":line"
+    count: int
+
+
+@dataclass
+class VerifyReport:
+    scan: ScanReport
+    trace: Mapping[str, Any]
+    items: list[Reconciled] = field(default_factory=list)
+    unpredicted: list[Unpredicted] = field(default_factory=list)
+    not_verifiable: list[Finding] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for item in self.items if item.verdict == verdict)
+
+    @property
+    def agreement(self) -> float | None:
+        """confirmed / (confirmed + contradicted); None when the run exercised nothing."""
+        decided = self.count("confirmed") + self.count("contradicted")
+        return self.count("confirmed") / decided if decided else None
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.trace.get("exit_code", 0))
+
+
+def _base(op: str) -> str:
+    """`aten::sort.stable` -> `aten::sort`: overloads of one op count as the same op."""
+    namespace, _, name = op.partition("::")
+    return f"{namespace}::{name.split('.')[0]}"
+
+
+def _parse_location(location: str | None, cwd: Path) -> Location | None:
+    if not location:
+        return None
+    path, sep, line = location.rpartition(":")
+    if not sep or not line.isdigit():
+        return None
+    file = Path(path)
+    if not file.is_absolute():
+        file = cwd / file
+    return (str(file.resolve()), int(line))
+
+
+def _op_locations(entry: Mapping[str, Any]) -> dict[str, int]:
+    """Where an op ran: the trace's sampled `locations`, else its first location."""
+    locations = entry.get("locations")
+    if locations:
+        return dict(locations)
+    first = entry.get("first_location")
+    return {first: entry.get("count", 1)} if first else {}
+
+
+@dataclass
+class _RunIndex:
+    """The run trace, indexed by source line."""
+
+    ops_at: dict[Location, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    counts: dict[tuple[Location, str], int] = field(default_factory=lambda: defaultdict(int))
+    ops_anywhere: dict[str, str] = field(default_factory=dict)  # base op -> worst status
+    downcasts_at: set[Location] = field(default_factory=set)
+    refusals_at: dict[Location, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def build(cls, trace: Mapping[str, Any], cwd: Path) -> _RunIndex:
+        index = cls()
+        for entry in trace.get("ops", []):
+            op, status = entry["op"], entry["status"]
+            base = _base(op)
+            previous = index.ops_anywhere.get(base)
+            if previous is None or _RANK.get(status, 0) > _RANK.get(previous, 0):
+                index.ops_anywhere[base] = status
+            for location, count in _op_locations(entry).items():
+                where = _parse_location(location, cwd)
+                if where is not None:
+                    index.ops_at[where][op] = status
+                    index.counts[(where, op)] += count
+        for entry in trace.get("downcasts", []):
+            for location in _op_locations(entry):
+                where = _parse_location(location, cwd)
+                if where is not None:
+                    index.downcasts_at.add(where)
+        for refusal in trace.get("refusals", []):
+            where = _parse_location(refusal.get("location"), cwd)
+            if where is not None:
+                index.refusals_at[where].append(refusal["op"])
+                index.ops_at[where].setdefault(refusal["op"], "unsupported")
+        return index
+
+
+def _worst(statuses: Iterable[str]) -> str:
+    return max(statuses, key=lambda s: _RANK.get(s, 0), default="native")
+
+
+class _Reconciler:
+    def __init__(self, scan: ScanReport, trace: Mapping[str, Any], cwd: Path) -> None:
+        self.root = Path(scan.root).resolve()
+        if self.root.is_file():
+            self.root = self.root.parent
+        self.index = _RunIndex.build(trace, cwd)
+        self.module_apis: set[str] = set()
+
+    def where(self, finding: Finding) -> Location:
+        return (str((self.root / finding.path).resolve()), finding.line)
+
+    def reconcile(self, finding: Finding, is_module: bool) -> Reconciled:
+        if finding.category == "op":
+            return self.module(finding) if is_module else self.op(finding)
+        if finding.category == "dtype":
+            return self.dtype(finding)
+        return self.refusal(finding)  # namespace, memory_format, compile dynamic=True
+
+    def op(self, finding: Finding) -> Reconciled:
+        ran = self.index.ops_at.get(self.where(finding), {})
+        if not ran:
+            return Reconciled(finding, "not_exercised", None, "the run never reached this line")
+        wanted = {_base(op) for op in finding.aten}
+        matched = {op: status for op, status in ran.items() if _base(op) in wanted}
+        if matched:
+            observed = _worst(matched.values())
+            ops = tuple(sorted(matched))
+            if observed == finding.status:
+                return Reconciled(finding, "confirmed", observed, f"ran {', '.join(ops)}", ops)
+            return Reconciled(
+                finding,
+                "contradicted",
+                observed,
+                f"predicted {finding.status}, ran {', '.join(f'{o} ({s})' for o, s in sorted(matched.items()))}",
+                ops,
+            )
+        observed_statuses = set(ran.values())
+        ops = tuple(sorted(ran))
+        if finding.status in observed_statuses:
+            return Reconciled(
+                finding,
+                "confirmed",
+                finding.status,
+                f"the line ran {finding.status} ops through other aten ops ({', '.join(ops)})",
+                ops,
+            )
+        observed = _worst(observed_statuses)
+        return Reconciled(
+            finding,
+            "contradicted",
+            observed,
+            f"the line reached {', '.join(ops)} ({observed}), not {', '.join(finding.aten)}: "
+            "a decomposition or an argument form the API map did not see",
+            ops,
+        )
+
+    def module(self, finding: Finding) -> Reconciled:
+        # A module's ops run where the module is called, often in another file: match them
+        # against the whole run.
+        ran = {
+            base: self.index.ops_anywhere[base]
+            for base in {_base(op) for op in finding.aten}
+            if base in self.index.ops_anywhere
+        }
+        if not ran:
+            return Reconciled(finding, "not_exercised", None, "none of its ops ran")
+        observed = _worst(ran.values())
+        ops = tuple(sorted(ran))
+        verdict = "confirmed" if observed == finding.status else "contradicted"
+        reason = f"its ops ran in the run ({observed}): {', '.join(ops)}"
+        return Reconciled(finding, verdict, observed, reason, ops)
+
+    def dtype(self, finding: Finding) -> Reconciled:
+        where = self.where(finding)
+        if where in self.index.downcasts_at:
+            return Reconciled(finding, "confirmed", "float64", "float64 computed as float32 here")
+        if where in self.index.ops_at:
+            return Reconciled(
+                finding,
+                "contradicted",
+                "native",
+                "the line ran on the device but made no float64 tensor there",
+            )
+        return Reconciled(finding, "not_exercised", None, "the run never reached this line")
+
+    def refusal(self, finding: Finding) -> Reconciled:
+        where = self.where(finding)
+        refused = self.index.refusals_at.get(where)
+        if refused:
+            observed = "unsupported"
+            verdict = "confirmed" if finding.status == "unsupported" else "contradicted"
+            return Reconciled(finding, verdict, observed, f"refused: {', '.join(refused)}")
+        ran = self.index.ops_at.get(where)
+        if ran:
+            observed = _worst(ran.values())
+            verdict = "confirmed" if observed == finding.status else "contradicted"
+            return Reconciled(
+                finding, verdict, observed, f"ran without a refusal: {', '.join(sorted(ran))}"
+            )
+        return Reconciled(finding, "not_exercised", None, "the run never reached this line")
+
+    def unpredicted(self, predicted_lines: dict[Location, set[str]]) -> list[Unpredicted]:
+        missed = []
+        for where, ops in self.index.ops_at.items():
+            path = Path(where[0])
+            try:
+                shown = path.relative_to(self.root).as_posix()
+            except ValueError:
+                continue  # outside the scanned tree
+            wanted = predicted_lines.get(where, set())
+            for op, status in ops.items():
+                if _base(op) not in wanted:
+                    count = self.index.counts.get((where, op), 0)
+                    missed.append(Unpredicted(op, status, f"{shown}:{where[1]}", count))
+        return sorted(missed, key=lambda u: (-_RANK.get(u.status, 0), u.location, u.op))
+
+
+def reconcile(
+    scan: ScanReport,
+    trace: Mapping[str, Any],
+    *,
+    cwd: Path,
+    module_apis: frozenset[str] = frozenset(),
+) -> VerifyReport:
+    """Reconcile a scan of the code that ran with the run's trace."""
+    reconciler = _Reconciler(scan, trace, cwd)
+    report = VerifyReport(scan=scan, trace=trace)
+    predicted: dict[Location, set[str]] = defaultdict(set)
+    for finding in sorted(scan.findings, key=lambda f: (f.path, f.line, f.col)):
+        if finding.category not in VERIFIABLE_CATEGORIES or finding.status == "advice":
+            report.not_verifiable.append(finding)
+            continue
+        predicted[reconciler.where(finding)].update(_base(op) for op in finding.aten)
+        report.items.append(reconciler.reconcile(finding, finding.api in module_apis))
+    report.unpredicted = reconciler.unpredicted(predicted)
+    return report
+
+
+def verify(
+    path: str | Path,
+    command: list[str],
+    *,
+    target: str | None = None,
+    fail_on: tuple[str, ...] = (),
+    jobs: int | None = None,
+) -> VerifyReport:
+    """Scan `path`, run `command` on the simulated device, and reconcile the two.
+
+    This executes `command` by design.
+    """
+    from neuron_migrate import api, runner
+    from neuron_migrate.matrix.api_map import load_api_map
+
+    scan_fail_on = tuple(v for v in fail_on if v != "contradiction")
+    scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)
+    result = runner.run(command, scan.target)
+    api_map = load_api_map(scan.torch_version)
+    return reconcile(
+        scan, result.trace, cwd=Path.cwd(), module_apis=frozenset(api_map.modules)
+    )
+
+
+def parse_verify_fail_on(values: Iterable[str]) -> tuple[tuple[str, ...], bool]:
+    """Split verify's --fail-on into the scan gate's values and the `contradiction` switch."""
+    names = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    return tuple(n for n in names if n != "contradiction"), "contradiction" in names
+
+
+def gate_passed(report: VerifyReport, fail_on_contradiction: bool) -> bool:
+    if fail_on_contradiction and report.count("contradicted"):
+        return False
+    return report.scan.passed

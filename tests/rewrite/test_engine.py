@@ -1,0 +1,91 @@
+"""The per-file engine: failures are contained, output always parses, encodings survive."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuron_migrate.codemod import engine
+from neuron_migrate.codemod.engine import RewriteFailed, rewrite_source
+from neuron_migrate.rewriter import rewrite_file, write_atomically
+from neuron_migrate.ruleset import load_ruleset
+
+
+def test_file_without_sites_is_returned_as_is():
+    source = "import torch\nx = torch.ones(2)  # 'xla' in a comment\n"
+    result = rewrite_source(source)
+    assert result.new == source
+    assert not result.outcomes
+
+
+def test_syntax_error_propagates_as_syntax_error():
+    with pytest.raises(SyntaxError):
+        rewrite_source("import torch_xla\nprint 'x'\n")
+
+
+def test_output_that_does_not_parse_is_refused(monkeypatch):
+    monkeypatch.setattr(engine.cst.Module, "code", property(lambda self: "def broken(:\n"))
+    with pytest.raises(RewriteFailed):
+        rewrite_source("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+
+
+def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("transform bug")
+
+    monkeypatch.setattr("neuron_migrate.rewriter.rewrite_source", boom)
+    result = rewrite_file(str(path), "a.py", load_ruleset(), unsafe=False)
+    assert result.error is not None and result.error.kind == "internal"
+    assert "transform bug" in result.error.reason
+    assert not result.changed
+
+
+def test_crlf_line_endings_survive(tmp_path):
+    path = tmp_path / "w.py"
+    path.write_bytes(b"import torch_xla.core.xla_model as xm\r\n\r\nxm.mark_step()\r\nprint(1)\r\n")
+    result = rewrite_file(str(path), "w.py", load_ruleset(), unsafe=False)
+    assert result.encoded() == b"print(1)\r\n"
+
+
+def test_atomic_write_keeps_the_file_mode(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text("old\n")
+    path.chmod(0o750)
+    write_atomically(str(path), b"new\n")
+    assert path.read_text() == "new\n"
+    assert path.stat().st_mode & 0o777 == 0o750
+    assert [p.name for p in tmp_path.iterdir()] == ["s.py"]
+
+
+def test_user_alias_for_torch_distributed_is_used():
+    source = (
+        "import torch.distributed as tdist\nimport torch_xla.runtime as xr\n\nn = xr.world_size()\n"
+    )
+    new = rewrite_source(source).new
+    assert new.endswith("n = tdist.get_world_size() if tdist.is_initialized() else 1\n")
+    assert "torch_xla" not in new and "import torch.distributed as dist" not in new
+
+
+def test_function_local_import_is_removed_when_unused():
+    source = (
+        "def step(opt):\n"
+        "    import torch_xla.core.xla_model as xm\n"
+        "\n"
+        "    opt.step()\n"
+        "    xm.mark_step()\n"
+    )
+    assert rewrite_source(source).new == "def step(opt):\n    opt.step()\n"
+
+
+def test_f_string_gets_the_other_quote():
+    source = 'import torch_xla.runtime as xr\n\nprint(f"local {xr.local_ordinal()}")\n'
+    new = rewrite_source(source).new
+    compile(new, "f.py", "exec")
+    assert "int(os.environ.get('LOCAL_RANK', 0))" in new
+
+
+def test_semicolon_line_keeps_its_other_statement():
+    source = "import torch_xla.core.xla_model as xm\n\nx = 1; xm.mark_step()\n"
+    assert rewrite_source(source).new == "x = 1\n"
