@@ -37,10 +37,16 @@ _PYTHON_NAMES = {"python", "python3", f"python{sys.version_info[0]}.{sys.version
 class RunResult:
     exit_code: int
     trace: dict[str, Any]
+    output: str = ""  # the command's stdout, when run with capture_output
 
 
-def run(command: Sequence[str], target: str | None = None) -> RunResult:
-    """Run `command` under the simulated device for `target` (None: newest matrix)."""
+def run(
+    command: Sequence[str], target: str | None = None, *, capture_output: bool = False
+) -> RunResult:
+    """Run `command` under the simulated device for `target` (None: newest matrix).
+
+    With `capture_output`, the command's stdout is returned instead of shown (stderr is shown).
+    """
     from neuron_migrate.matrix import load_matrix
 
     version = load_matrix(target).version  # raises UnknownTargetError for a bad --target
@@ -48,7 +54,7 @@ def run(command: Sequence[str], target: str | None = None) -> RunResult:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-run-") as trace_dir:
         env[TRACE_DIR_ENV] = trace_dir
-        exit_code = _execute(argv, env)
+        exit_code, output = _execute(argv, env, capture_output)
         process_traces = read_process_traces(Path(trace_dir))
     trace = merge_traces(
         process_traces,
@@ -58,7 +64,7 @@ def run(command: Sequence[str], target: str | None = None) -> RunResult:
         wall_time_s=time.perf_counter() - started,
         cwd=Path.cwd(),
     )
-    return RunResult(exit_code, trace)
+    return RunResult(exit_code, trace, output)
 
 
 def prepare(command: Sequence[str], version: str) -> tuple[list[str], dict[str, str]]:
@@ -90,17 +96,22 @@ def resolve_argv(command: Sequence[str], path: str) -> list[str]:
     return [found, *rest]
 
 
-def _execute(argv: list[str], env: dict[str, str]) -> int:
+def _execute(argv: list[str], env: dict[str, str], capture_output: bool) -> tuple[int, str]:
     """Run to completion with inherited stdio; a Ctrl-C reaches the child, and we wait for it."""
-    process = subprocess.Popen(argv, env=env)
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE if capture_output else None, text=capture_output
+    )
+    output = ""
     while True:
         try:
-            code = process.wait()
+            out, _ = process.communicate()
+            output = out or ""
+            code = process.returncode
             break
         except KeyboardInterrupt:
             continue  # the child got the same SIGINT; let it finish and write its trace
     # A child killed by a signal: report it the way a shell does (128 + signal number).
-    return 128 + -code if code < 0 else code
+    return (128 + -code if code < 0 else code), output
 
 
 def read_process_traces(directory: Path) -> list[dict[str, Any]]:
@@ -144,6 +155,7 @@ def merge_traces(
                     "refused": 0,
                     "processes": 0,
                     "first_location": None,
+                    "locations": {},
                     "evidence": op.get("evidence"),
                     "note": op.get("note") or "",
                 },
@@ -154,6 +166,9 @@ def merge_traces(
             merged["first_location"] = merged["first_location"] or _relative(
                 op.get("first_location"), cwd
             )
+            for location, count in (op.get("locations") or {}).items():
+                shown = _relative(location, cwd) or location
+                merged["locations"][shown] = merged["locations"].get(shown, 0) + count
         for entry in trace.get("downcasts", []):
             merged = downcasts.setdefault(
                 entry["dtype"],
@@ -162,9 +177,13 @@ def merge_traces(
                     "runs_as": entry["runs_as"],
                     "count": 0,
                     "first_location": _relative(entry.get("first_location"), cwd),
+                    "locations": {},
                 },
             )
             merged["count"] += entry["count"]
+            for location, count in (entry.get("locations") or {}).items():
+                shown = _relative(location, cwd) or location
+                merged["locations"][shown] = merged["locations"].get(shown, 0) + count
         for refusal in trace.get("refusals", []):
             location = _relative(refusal.get("location"), cwd)
             merged = refusals.setdefault(

@@ -25,6 +25,15 @@ LOCAL = "<local>"
 
 _FUNCTION_LIKE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+# Kinds the walk handles before (or instead of) descending into their children.
+_SPECIAL = frozenset(
+    {ast.Import, ast.ImportFrom, ast.Lambda, ast.Global, ast.Nonlocal, ast.If, ast.ExceptHandler,
+     ast.MatchAs, ast.MatchStar, ast.MatchMapping, *_DEFINITIONS, *_COMPREHENSIONS, *_TRY}
+)
+# Kinds the site finder inspects for XLA idioms (besides calls and `arguments`).
+_IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign})
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
@@ -249,70 +258,97 @@ class _Builder:
     def build(self, tree: ast.Module) -> None:
         model = self.model
         parents = model.parents
+        loads = model.loads
+        calls = model.calls
+        idiom_nodes = model.idiom_nodes
+        guarded_nodes = model.guarded_nodes
+        Name, Attribute, Constant, Call = ast.Name, ast.Attribute, ast.Constant, ast.Call
+        Load = ast.Load
         # Stack of (node, scope, guarded). Children are pushed in reverse for source order.
         stack: list[tuple[ast.AST, Scope, bool]] = [(tree, model.module_scope, False)]
+        push = stack.append
+        pop = stack.pop
         while stack:
-            node, scope, guarded = stack.pop()
+            node, scope, guarded = pop()
             if guarded:
-                model.guarded_nodes.add(id(node))
-            children_scope = scope
-            children_guarded = guarded
+                guarded_nodes.add(id(node))
             kind = type(node)
 
-            if kind is ast.Name:
-                assert isinstance(node, ast.Name)
-                if isinstance(node.ctx, ast.Load):
-                    model.loads.append((node, scope, guarded))
+            # The commonest kinds first, with their children inline.
+            if kind is Name:
+                if node.ctx.__class__ is Load:  # type: ignore[attr-defined]
+                    loads.append((node, scope, guarded))  # type: ignore[arg-type]
                 else:
-                    self._bind_target_name(node, scope, parents.get(id(node)))
+                    self._bind_target_name(node, scope, parents.get(id(node)))  # type: ignore[arg-type]
                 continue
-            if kind is ast.Import or kind is ast.ImportFrom:
-                self._bind_import(node, scope, guarded)  # type: ignore[arg-type]
+            if kind is Constant:
                 continue
-            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                self._push_definition(node, scope, guarded, stack)  # type: ignore[arg-type]
+            if kind is Attribute:
+                value = node.value  # type: ignore[attr-defined]
+                parents[id(value)] = node
+                push((value, scope, guarded))
                 continue
-            if kind is ast.Lambda:
-                assert isinstance(node, ast.Lambda)
-                inner = Scope("function", scope)
-                self._bind_arguments(node.args, inner, scope, guarded, stack, node)
-                self._push(node.body, node, inner, guarded, stack)
-                continue
-            if kind in _COMPREHENSIONS:
-                self._push_comprehension(node, scope, guarded, stack)
-                continue
-            if kind is ast.Global:
-                assert isinstance(node, ast.Global)
-                scope.global_names.update(node.names)
-                continue
-            if kind is ast.Nonlocal:
-                assert isinstance(node, ast.Nonlocal)
-                scope.nonlocal_names.update(node.names)
-                continue
-            if kind is ast.If:
-                assert isinstance(node, ast.If)
-                if _is_availability_test(node.test):
-                    children_guarded = True
-            elif kind is ast.Try or kind is getattr(ast, "TryStar", None):
-                assert isinstance(node, ast.Try)
-                if any(_catches_import_error(h) for h in node.handlers):
-                    children_guarded = True
-            elif kind is ast.ExceptHandler:
-                assert isinstance(node, ast.ExceptHandler)
-                if node.name:
-                    scope.bind(node.name, Binding("local", node=node, guarded=guarded))
-            elif kind is ast.MatchAs or kind is ast.MatchStar:
-                name = getattr(node, "name", None)
-                if name:
-                    scope.bind(name, Binding("local", node=node, guarded=guarded))
-            elif kind is ast.MatchMapping:
-                rest = getattr(node, "rest", None)
-                if rest:
-                    scope.bind(rest, Binding("local", node=node, guarded=guarded))
+            if kind is Call:
+                calls.append((node, guarded))  # type: ignore[arg-type]
+            elif kind in _SPECIAL:
+                if self._special(node, kind, scope, guarded, stack):
+                    continue
+                if kind is ast.If or kind in _TRY:
+                    guarded = guarded or self._guards(node, kind)
+            elif kind in _IDIOM_KINDS:
+                idiom_nodes.append((node, guarded))
 
-            for child in reversed(list(ast.iter_child_nodes(node))):
+            children = child_nodes(node)
+            for child in reversed(children):
                 parents[id(child)] = node
-                stack.append((child, children_scope, children_guarded))
+                push((child, scope, guarded))
+
+    def _guards(self, node: ast.AST, kind: type) -> bool:
+        """Whether an `if`/`try` makes its children guarded."""
+        if kind is ast.If:
+            return _is_availability_test(node.test)  # type: ignore[attr-defined]
+        return any(_catches_import_error(h) for h in node.handlers)  # type: ignore[attr-defined]
+
+    def _special(
+        self,
+        node: ast.AST,
+        kind: type,
+        scope: Scope,
+        guarded: bool,
+        stack: list[tuple[ast.AST, Scope, bool]],
+    ) -> bool:
+        """Bind what `node` binds. True when its children are pushed (or need no visit)."""
+        if kind is ast.Import or kind is ast.ImportFrom:
+            self._bind_import(node, scope, guarded)  # type: ignore[arg-type]
+            return True
+        if kind in _DEFINITIONS:
+            self._push_definition(node, scope, guarded, stack)  # type: ignore[arg-type]
+            return True
+        if kind is ast.Lambda:
+            assert isinstance(node, ast.Lambda)
+            inner = Scope("function", scope)
+            self._bind_arguments(node.args, inner, scope, guarded, stack, node)
+            self._push(node.body, node, inner, guarded, stack)
+            return True
+        if kind in _COMPREHENSIONS:
+            self._push_comprehension(node, scope, guarded, stack)
+            return True
+        if kind is ast.Global:
+            scope.global_names.update(node.names)  # type: ignore[attr-defined]
+            return True
+        if kind is ast.Nonlocal:
+            scope.nonlocal_names.update(node.names)  # type: ignore[attr-defined]
+            return True
+        name: str | None
+        if kind is ast.ExceptHandler:
+            name = node.name  # type: ignore[attr-defined]
+        elif kind is ast.MatchMapping:
+            name = getattr(node, "rest", None)
+        else:  # If, Try, TryStar, MatchAs, MatchStar
+            name = getattr(node, "name", None)
+        if name:
+            scope.bind(name, Binding("local", node=node, guarded=guarded))
+        return False
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -358,6 +394,7 @@ class _Builder:
 
     def _bind_import(self, node: ast.Import | ast.ImportFrom, scope: Scope, guarded: bool) -> None:
         for alias in node.names:
+            qualname: str | None
             if isinstance(node, ast.Import):
                 if alias.asname:
                     local, qualname = alias.asname, alias.name
@@ -424,6 +461,7 @@ class _Builder:
         for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
             self._push(default, args, outer, guarded, stack)
         self.model.parents[id(args)] = owner
+        self.model.idiom_nodes.append((args, guarded))
 
     def _push_comprehension(
         self, node: ast.AST, scope: Scope, guarded: bool, stack: list[tuple[ast.AST, Scope, bool]]

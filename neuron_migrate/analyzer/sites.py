@@ -21,7 +21,9 @@ _ROOTS = frozenset(
     {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
 )
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
-_XLA_ENV = re.compile(r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB$")
+_XLA_ENV = re.compile(
+    r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB$"
+)
 _LITERAL_RECEIVERS = (
     ast.Constant,
     ast.List,
@@ -206,12 +208,11 @@ class _SiteFinder:
                 **self.call_fields(call),
             )
 
-    def find_chained_methods(self, tree: ast.Module) -> None:
+    def find_chained_methods(self) -> None:
         """Methods on receivers that are not name chains: `model(x).sum()`, `a[0].double()`."""
-        for node in ast.walk(tree):
+        for node, _ in self.model.calls:  # every Call, collected by the name model's walk
             if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
+                isinstance(node.func, ast.Attribute)
                 and not isinstance(node.func.value, (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS))
                 and self._root_name(node.func.value) is None
             ):
@@ -242,18 +243,20 @@ class _SiteFinder:
 
     # -- XLA idioms outside the torch_xla namespace --------------------------------------------
 
-    def find_idioms(self, tree: ast.Module) -> None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                self.idioms_in_call(node)
-            elif isinstance(node, ast.Compare):
-                self.idioms_in_compare(node)
-            elif isinstance(node, ast.Subscript):
-                self.env_subscript(node)
-            elif isinstance(node, ast.Assign):
-                self.device_assignment(node)
-            elif isinstance(node, ast.arguments):
-                self.device_defaults(node)
+    def find_idioms(self) -> None:
+        # The name model's walk collected the candidates: no walk of our own.
+        for call, _ in self.model.calls:
+            self.idioms_in_call(call)
+        for node, _ in self.model.idiom_nodes:
+            kind = type(node)
+            if kind is ast.Compare:
+                self.idioms_in_compare(node)  # type: ignore[arg-type]
+            elif kind is ast.Subscript:
+                self.env_subscript(node)  # type: ignore[arg-type]
+            elif kind is ast.Assign:
+                self.device_assignment(node)  # type: ignore[arg-type]
+            elif kind is ast.arguments:
+                self.device_defaults(node)  # type: ignore[arg-type]
 
     def idiom(self, kind: str, node: ast.AST, detail: str | None) -> None:
         self.site(
@@ -367,6 +370,6 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     finder = _SiteFinder(source, tree)
     finder.find_references()
     finder.find_imports()
-    finder.find_chained_methods(tree)
-    finder.find_idioms(tree)
+    finder.find_chained_methods()
+    finder.find_idioms()
     return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))

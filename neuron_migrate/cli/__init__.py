@@ -67,11 +67,12 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+    except Exception as exc:
+        # Usage errors (an unknown option, a missing argument) arrive here outside standalone
+        # mode. They are click exceptions, which typer may vendor: recognise them by shape.
+        show = getattr(exc, "show", None)
+        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
+            show()
             sys.exit(2)
         raise
     sys.exit(code if isinstance(code, int) else 0)

@@ -63,6 +63,7 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
         compile_backend,
         distributed,
         kernels,
+        namespaces,
         patches,
         serialization,
         stand_in,
@@ -81,6 +82,7 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
     compile_backend.install(policy)
     trace.before_write.append(compile_backend.update_trace)
     stand_in.install(trace, matrix.version)
+    namespaces.install(matrix, trace)
     if trace_dir:
         write_at_exit(trace, trace_dir)
     _installed = trace

@@ -7,7 +7,7 @@ import warnings
 
 from neuron_migrate.matrix import Matrix
 from neuron_sim.errors import NeuronUnsupportedOpError
-from neuron_sim.recorder import Downcast, OpRecord, ProcessTrace
+from neuron_sim.recorder import LOCATION_SAMPLES, Downcast, OpRecord, ProcessTrace
 from neuron_sim.source import user_location
 
 NATIVE = "native"
@@ -50,6 +50,12 @@ class OpPolicy:
                 record.first_location,
             )
 
+    def note_location(self, record: OpRecord) -> None:
+        """Count this call against the user line that made it (sampled: see LOCATION_SAMPLES)."""
+        location = user_location()
+        if location is not None:
+            record.locations[location] = record.locations.get(location, 0) + 1
+
     def refuse(self, record: OpRecord) -> NeuronUnsupportedOpError:
         """Record a refused call and build the error to raise."""
         location = user_location()
@@ -79,6 +85,10 @@ class OpPolicy:
                 entry.first_location,
             )
         entry.count += 1
+        if entry.count <= LOCATION_SAMPLES:
+            location = user_location()
+            if location is not None:
+                entry.locations[location] = entry.locations.get(location, 0) + 1
 
 
 def _warn_at(message: str, category: type[Warning], location: str | None) -> None:

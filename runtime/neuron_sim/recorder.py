@@ -30,6 +30,13 @@ class OpRecord:
     count: int = 0
     refused: int = 0
     first_location: str | None = None
+    # Where the op ran: `file:line` -> calls, for the first LOCATION_SAMPLES calls (all calls
+    # of ops that are not native). `verify` matches these lines against the static findings.
+    locations: dict[str, int] = field(default_factory=dict)
+
+
+# Enough to see every line of a training step for the usual ops, without a stack walk per call.
+LOCATION_SAMPLES = 1024
 
 
 @dataclass
@@ -38,6 +45,7 @@ class Downcast:
     runs_as: str
     count: int = 0
     first_location: str | None = None
+    locations: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,6 +97,7 @@ class ProcessTrace:
                     "count": r.count,
                     "refused": r.refused,
                     "first_location": r.first_location,
+                    "locations": r.locations,
                     "evidence": r.evidence,
                     "note": r.note,
                 }
@@ -116,6 +125,7 @@ class ProcessTrace:
         self.started_monotonic = time.perf_counter()
         for record in self.ops.values():
             record.count = record.refused = 0
+            record.locations = {}
         self.downcasts.clear()
         self.refusals.clear()
         self.compiles.clear()

@@ -17,7 +17,7 @@ from torch._ops import OpOverload
 from neuron_sim.errors import NeuronSimError
 from neuron_sim.memory import LEDGER
 from neuron_sim.policy import UNSUPPORTED, OpPolicy
-from neuron_sim.recorder import OpRecord
+from neuron_sim.recorder import LOCATION_SAMPLES, OpRecord
 
 _CPU = torch.device("cpu")
 _FAKE_MODE_KEY = torch._C._TorchDispatchModeKey.FAKE
@@ -241,9 +241,11 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | N
         if op.refused:
             assert _policy is not None
             raise _policy.refuse(record)
-        if record.count == 0:
+        if record.count < LOCATION_SAMPLES or record.status != "native":
             assert _policy is not None
-            _policy.first_use(record)
+            if record.count == 0:
+                _policy.first_use(record)
+            _policy.note_location(record)
         record.count += 1
     if func is _TO_COPY:
         return _to_copy(args[0], kwargs or {})

@@ -129,6 +129,58 @@ def all_gather(t: StatementTarget) -> list[NewStatement] | None:
     return [*_small(render_statements(text, t.ctx, {"value": value, "dim": dim})), *tail]
 
 
+# Reductions `dist.reduce_scatter_tensor` takes on every backend that implements it.
+_REDUCE_SCATTER_OPS = frozenset({"SUM", "PRODUCT", "MIN", "MAX"})
+_REDUCE_SCATTER_PARAMS = (
+    "reduce_type",
+    "input",
+    "scale",
+    "scatter_dim",
+    "shard_count",
+    "groups",
+    "output",
+    "pin_layout",
+)
+
+
+@statement("reduce-scatter")
+def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
+    """y = xm.reduce_scatter(op, x, scale, scatter_dim=0, shard_count=ws) -> allocate this rank's
+    shard, dist.reduce_scatter_tensor into it, then scale."""
+    values = bind_arguments(t.call, _REDUCE_SCATTER_PARAMS)
+    if values is None or any(
+        p not in values for p in ("reduce_type", "input", "scale", "scatter_dim", "shard_count")
+    ):
+        return None
+    if not (is_none(values.get("groups")) and is_none(values.get("output"))):
+        return None
+    dim = values["scatter_dim"]
+    if not (isinstance(dim, cst.Integer) and dim.evaluated_value == 0):
+        return None  # another dimension needs a transpose around the call: a person decides
+    value = values["input"]
+    if not isinstance(value, (cst.Name, cst.Attribute)):
+        return None  # evaluated three times below (and a list literal is the coalesced form)
+    original = bind_arguments(t.original_call, _REDUCE_SCATTER_PARAMS)
+    assert original is not None
+    op = reduce_op(t.ctx, values["reduce_type"], original["reduce_type"])
+    if op is None or not (isinstance(op, cst.Attribute) and op.attr.value in _REDUCE_SCATTER_OPS):
+        return None
+    result = _result_name(t, "_scattered")
+    if result is None or result[0] == _code(value):
+        return None
+    name, tail = result
+    scale = values["scale"]
+    text = (
+        f"{name} = {{value}}.new_empty(({{value}}.shape[0] // dist.get_world_size(),)"
+        " + {value}.shape[1:])\n"
+        f"dist.reduce_scatter_tensor({name}, {{value}}, op={{op}})\n"
+    )
+    if number(scale) != 1.0:
+        text += f"{name}.mul_({{scale}})\n"
+    holes = {"value": value, "op": op, "scale": scale}
+    return [*_small(render_statements(text, t.ctx, holes)), *tail]
+
+
 @statement("mesh-reduce")
 def mesh_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.mesh_reduce(tag, data, reduce_fn) -> all_gather_object, then reduce_fn(list)."""

@@ -37,6 +37,42 @@ def xla_device(t: CallTarget) -> cst.BaseExpression | None:
     return render('torch.device("neuron", {index})', t.ctx, {"index": index})
 
 
+_DEVICE_LIST = 'torch.device("neuron", i) for i in range(torch.neuron.device_count())'
+_NAME_LIST = 'f"neuron:{{i}}" for i in range(torch.neuron.device_count())'
+
+
+@expression("devices-list")
+def devices_list(t: CallTarget) -> cst.BaseExpression | None:
+    """torch_xla.devices() -> a list of torch.device; xm.get_xla_supported_devices() -> a list of
+    strings ("neuron:0", ...), as the XLA call returned ("xla:0", ...)."""
+    qualname = t.site.qualname or ""
+    if qualname.endswith(".get_xla_supported_devices"):
+        values = bind_arguments(t.call, ("devkind", "max_devices"))
+        if values is None or not all(is_none(v) for v in values.values()):
+            return None  # a device kind or a cap on the count: a person decides
+        if any(isinstance(p, cst.FormattedString) for p in t.parents):
+            return None  # an f-string inside an f-string needs Python 3.12
+        return _comprehension(_NAME_LIST, t.ctx)
+    if t.call.args:
+        return None
+    return _comprehension(_DEVICE_LIST, t.ctx)
+
+
+def _comprehension(text: str, ctx: FileContext) -> cst.BaseExpression:
+    # Holes are `{name}`, so the f-string's `{i}` is written `{{i}}`: the hole inside the braces
+    # is filled with the loop variable.
+    return render(f"[{text}]", ctx, {"i": cst.Name("i")})
+
+
+@expression("fork-rng")
+def fork_rng(t: CallTarget) -> cst.BaseExpression | None:
+    """with xm.fork_rng(): -> with torch.random.fork_rng(device_type="neuron"):. The other APIs
+    of the rule (xm.get_rng_state, an int where torch has a ByteTensor) are marked."""
+    if not (t.site.qualname or "").endswith(".fork_rng") or t.call.args:
+        return None
+    return render('torch.random.fork_rng(device_type="neuron")', t.ctx)
+
+
 @expression("is-master-ordinal")
 def is_master_ordinal(t: CallTarget) -> cst.BaseExpression | None:
     values = bind_arguments(t.call, ("local",))
