@@ -4,12 +4,15 @@ atomically, or write a migrated copy of the tree. One file failing never stops t
 from __future__ import annotations
 
 import difflib
+import multiprocessing
 import os
 import shutil
 import tempfile
 import traceback
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,11 +150,83 @@ def _rewrite_notebook(
 
 
 def rewrite_tree(
-    root: Path, *, unsafe: bool = False, exclude: tuple[str, ...] = ()
+    root: Path, *, unsafe: bool = False, exclude: tuple[str, ...] = (), jobs: int = 1
 ) -> Iterator[FileRewrite]:
+    """Every discovered file migrated, in discovery order. With `jobs` > 1 the files are
+    rewritten in a pool of forked worker processes; the results still come in input order."""
     ruleset = load_ruleset()
-    for source in discover(root, exclude, notebooks=True):
-        yield rewrite_file(source.path, source.display, ruleset, unsafe=unsafe)
+    sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
+    if jobs <= 1 or len(sources) <= 1:
+        for path, display in sources:
+            yield rewrite_file(path, display, ruleset, unsafe=unsafe)
+        return
+    yield from _rewrite_in_pool(sources, ruleset, unsafe=unsafe, jobs=min(jobs, len(sources)))
+
+
+# What a forked worker rewrites with: set by the pool initializer (inherited, never pickled).
+_WORKER: tuple[RuleSet, bool] | None = None
+
+
+def _init_worker(ruleset: RuleSet, unsafe: bool) -> None:
+    global _WORKER
+    _WORKER = (ruleset, unsafe)
+
+
+def _rewrite_in_worker(job: tuple[str, str]) -> FileRewrite:
+    assert _WORKER is not None
+    ruleset, unsafe = _WORKER
+    return rewrite_file(job[0], job[1], ruleset, unsafe=unsafe)
+
+
+def _rewrite_in_pool(
+    sources: list[tuple[str, str]], ruleset: RuleSet, *, unsafe: bool, jobs: int
+) -> Iterator[FileRewrite]:
+    methods = multiprocessing.get_all_start_methods()
+    # fork hands the loaded rules to the workers as they are; elsewhere they are pickled once
+    # per worker through the initializer.
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    window = jobs * 8  # bounded work in flight, so memory does not grow with the tree
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(ruleset, unsafe)
+    )
+    pending: deque[tuple[tuple[str, str], Future[FileRewrite] | None]] = deque()
+    queue = iter(sources)
+    broken = False
+
+    def submit() -> None:
+        nonlocal broken
+        while len(pending) < window:
+            job = next(queue, None)
+            if job is None:
+                return
+            future = None
+            if not broken:
+                try:
+                    future = pool.submit(_rewrite_in_worker, job)
+                except BrokenProcessPool:
+                    broken = True
+            pending.append((job, future))
+
+    def here(job: tuple[str, str]) -> FileRewrite:
+        return rewrite_file(job[0], job[1], ruleset, unsafe=unsafe)
+
+    try:
+        submit()
+        while pending:
+            job, future = pending.popleft()
+            if future is None:
+                result = here(job)
+            else:
+                try:
+                    result = future.result()
+                except Exception as exc:  # a worker died (killed, out of memory) or the
+                    # result did not travel back: redo the file in this process
+                    broken = broken or isinstance(exc, BrokenProcessPool)
+                    result = here(job)
+            yield result
+            submit()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def write_atomically(path: str, data: bytes) -> None:

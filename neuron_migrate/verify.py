@@ -72,7 +72,9 @@ class VerifyReport:
 
 def _base(op: str) -> str:
     """`aten::sort.stable` -> `aten::sort`: overloads of one op count as the same op."""
-    namespace, _, name = op.partition("::")
+    namespace, sep, name = op.partition("::")
+    if not sep:
+        return op  # a refused Python API, e.g. torch.distributions.Normal
     return f"{namespace}::{name.split('.')[0]}"
 
 
@@ -207,7 +209,7 @@ class _Reconciler:
         observed = _worst(ran.values())
         ops = tuple(sorted(ran))
         verdict = "confirmed" if observed == finding.status else "contradicted"
-        reason = f"its ops ran in the run ({observed}): {', '.join(ops)}"
+        reason = f"its ops ran during the run, where it was used ({observed}): {', '.join(ops)}"
         return Reconciled(finding, verdict, observed, reason, ops)
 
     def dtype(self, finding: Finding) -> Reconciled:
@@ -239,7 +241,11 @@ class _Reconciler:
             )
         return Reconciled(finding, "not_exercised", None, "the run never reached this line")
 
-    def unpredicted(self, predicted_lines: dict[Location, set[str]]) -> list[Unpredicted]:
+    def unpredicted(
+        self, predicted_lines: dict[Location, set[str]], predicted_anywhere: set[str]
+    ) -> list[Unpredicted]:
+        """Ops that ran from a line of the scanned tree and that no finding accounts for: not
+        predicted at that line, nor by a module/optimizer finding (whose ops run anywhere)."""
         missed = []
         for where, ops in self.index.ops_at.items():
             path = Path(where[0])
@@ -247,12 +253,18 @@ class _Reconciler:
                 shown = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue  # outside the scanned tree
-            wanted = predicted_lines.get(where, set())
+            wanted = predicted_lines.get(where, set()) | predicted_anywhere
             for op, status in ops.items():
                 if _base(op) not in wanted:
                     count = self.index.counts.get((where, op), 0)
                     missed.append(Unpredicted(op, status, f"{shown}:{where[1]}", count))
         return sorted(missed, key=lambda u: (-_RANK.get(u.status, 0), u.location, u.op))
+
+
+def runs_later(api: str, module_apis: frozenset[str]) -> bool:
+    """Objects whose ops run when they are used, not where they are built: nn modules,
+    optimizers, schedulers -- any class. Their findings are matched against the whole run."""
+    return api in module_apis or api.rsplit(".", 1)[-1][:1].isupper()
 
 
 def reconcile(
@@ -266,13 +278,19 @@ def reconcile(
     reconciler = _Reconciler(scan, trace, cwd)
     report = VerifyReport(scan=scan, trace=trace)
     predicted: dict[Location, set[str]] = defaultdict(set)
+    predicted_anywhere: set[str] = set()
     for finding in sorted(scan.findings, key=lambda f: (f.path, f.line, f.col)):
         if finding.category not in VERIFIABLE_CATEGORIES or finding.status == "advice":
             report.not_verifiable.append(finding)
             continue
-        predicted[reconciler.where(finding)].update(_base(op) for op in finding.aten)
-        report.items.append(reconciler.reconcile(finding, finding.api in module_apis))
-    report.unpredicted = reconciler.unpredicted(predicted)
+        later = runs_later(finding.api, module_apis)
+        item = reconciler.reconcile(finding, later)
+        report.items.append(item)
+        bases = {_base(op) for op in finding.aten} | {finding.api}
+        predicted[reconciler.where(finding)].update(bases)
+        if later and item.verdict != "not_exercised":
+            predicted_anywhere.update(bases)
+    report.unpredicted = reconciler.unpredicted(predicted, predicted_anywhere)
     return report
 
 

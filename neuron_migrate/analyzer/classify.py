@@ -36,6 +36,11 @@ _SEVERITY = {
 # Tensor methods that are called for their effect; anything else whose value is thrown away
 # (`names.sort()`, `parts.index(x)`) is a list/str/dict method, not a Tensor's.
 _EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "retain_grad"})
+# APIs whose ops depend on the autograd graph built before them, not on the call: no static
+# prediction is possible (the ops are reported where the forward ops are).
+_GRAPH_DEPENDENT = frozenset(
+    {"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
+)
 
 
 @dataclass
@@ -223,6 +228,8 @@ class _Classifier:
         )
 
     def add_op(self, site: Site, api: str, aten: tuple[str, ...], confidence: str) -> None:
+        if api in _GRAPH_DEPENDENT:
+            return
         matrix = self.ctx.matrix
         verdicts = [matrix.op_status(op) for op in aten]
         worst = max(verdicts, key=lambda v: _STATUS_RANK.get(v.status, 0), default=None)

@@ -2,7 +2,7 @@
 
 A diff by default; `--apply` writes in place, `--out-dir` writes a migrated copy of the tree,
 `--check` exits 1 when anything would change. The summary goes to stderr, the diff or JSON to
-stdout.
+stdout. Files are rewritten in a process pool (`--jobs`); the output keeps the input order.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from neuron_migrate.engine import default_jobs
 from neuron_migrate.errors import UsageError
 from neuron_migrate.rewriter import (
     FileRewrite,
@@ -74,12 +75,17 @@ def rewrite(
     ),
     format: RewriteFormat = typer.Option(RewriteFormat.diff, "--format", "-f", help="diff or json"),
     exclude: list[str] = typer.Option([], "--exclude", help="glob of paths to skip (repeatable)"),
+    jobs: int | None = typer.Option(
+        None, "--jobs", "-j", help="Worker processes (default: all cores; 1: no pool)."
+    ),
 ) -> None:
     """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""
     if apply and out_dir is not None:
         raise UsageError("--apply and --out-dir are exclusive: in place, or a copy")
     if check and (apply or out_dir is not None):
         raise UsageError("--check only reports; drop --apply / --out-dir")
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     root = path
     inside = out_dir is not None and (
         out_dir.resolve() == root.resolve() or root.resolve() in out_dir.resolve().parents
@@ -92,7 +98,8 @@ def rewrite(
     colour = _use_colour()
     if out_dir is not None:
         copy_tree(root, out_dir)
-    for result in rewrite_tree(root, unsafe=unsafe_fixes, exclude=tuple(exclude)):
+    workers = jobs if jobs is not None else default_jobs()
+    for result in rewrite_tree(root, unsafe=unsafe_fixes, exclude=tuple(exclude), jobs=workers):
         summary.add(result)
         if result.outcomes or result.changed or result.error:
             results.append(result)

@@ -31,6 +31,7 @@ DROPPED_NAMESPACES: frozenset[str] = frozenset({"profiler"})
 
 _STAND_IN_DEVICE = torch.device("meta")
 _CEA = "CompositeExplicitAutograd"
+_MAX_DEPTH = 4
 _generic_only_cache: dict[str, bool] = {}
 
 
@@ -114,6 +115,14 @@ def _run(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
     )
 
 
+def _is_bare_meta(x: Any) -> bool:
+    return (
+        isinstance(x, torch.Tensor)
+        and not isinstance(x, StandIn)
+        and x.device.type == _STAND_IN_DEVICE.type
+    )
+
+
 def generic_kernel_only(name: str) -> bool:
     """True when a new backend would run torch's CompositeExplicitAutograd kernel for the op."""
     cached = _generic_only_cache.get(name)
@@ -150,12 +159,21 @@ class Recorder(TorchDispatchMode):
         elif self._keep(name):
             self._seen.add(name)
             self.ops.append(name)
-        if generic_kernel_only(name) and isinstance(func, torch._ops.OpOverload):
+        # Descend into a generic kernel, but never into a cycle or deeper than a few levels.
+        if (
+            generic_kernel_only(name)
+            and isinstance(func, torch._ops.OpOverload)
+            and name not in self._parents
+            and len(self._parents) < _MAX_DEPTH
+        ):
             self.composite_calls.setdefault(name, [])
             self._parents.append(name)
             try:
                 with self:
-                    return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+                    out = func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+                # Kernels that build views in C++ return plain meta tensors: run the op instead.
+                if not any(_is_bare_meta(t) for t in tree_leaves(out)):
+                    return out
             except Exception:  # noqa: BLE001, S110 - the generic kernel is only a probe
                 pass
             finally:

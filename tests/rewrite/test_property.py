@@ -54,6 +54,10 @@ EXPRESSIONS = [
     "xr.device_type() == 'NEURON'",
     "xm.optimizer_step(opt)",
     "xm.xla_device",
+    "torch_xla.devices()",
+    "xm.get_xla_supported_devices()",
+    "xm.get_xla_supported_devices(max_devices=2)",
+    "xm.reduce_scatter(xm.REDUCE_SUM, t, 1.0, 0, 2)",
 ]
 STATEMENTS = [
     "xm.mark_step()",
@@ -76,6 +80,11 @@ STATEMENTS = [
     "xm.set_rng_state(7)",
     "xm.optimization_barrier_([t])",
     "a = 1; xm.mark_step()",
+    "shard = xm.reduce_scatter(xm.REDUCE_SUM, t, 0.5, 0, n)",
+    "shard = xm.reduce_scatter('max', t, 1.0, scatter_dim=1, shard_count=n)",
+    "shard = xm.reduce_scatter(xm.REDUCE_OR, t, 1.0, 0, n)",
+    "with xm.fork_rng():\n    noise = torch.randn(2)",
+    "scaler = torch_xla.amp.GradScaler(init_scale=1024.0)",
 ]
 CONTEXTS = [
     "{e}",

@@ -135,3 +135,34 @@ def autocast(t: CallTarget) -> cst.BaseExpression | None:
     if all(a.keyword is None or a.keyword.value != "dtype" for a in args):
         args.append(keyword("dtype", render("torch.bfloat16", t.ctx)))
     return cst.Call(func=func, args=with_commas(args))
+
+
+_SCALER_PARAMS = (
+    "init_scale",
+    "growth_factor",
+    "backoff_factor",
+    "growth_interval",
+    "enabled",
+    "use_zero_grad",
+)
+
+
+@expression("grad-scaler")
+def grad_scaler(t: CallTarget) -> cst.BaseExpression | None:
+    """torch_xla.amp.GradScaler(init_scale, growth_factor, backoff_factor, growth_interval,
+    enabled, use_zero_grad=False) -> torch.amp.GradScaler("neuron", ...): torch's signature has
+    the device first, then the same parameters in the same order."""
+    values = bind_arguments(t.call, _SCALER_PARAMS)
+    if values is None:
+        return None
+    if not is_false(values.get("use_zero_grad", cst.Name("False"))):
+        return None  # XLA's zero-grad variant of the optimizer step has no native twin
+    args = [cst.Arg(value=cst.SimpleString('"neuron"'))]
+    for arg in t.call.args:
+        if arg.keyword is not None and arg.keyword.value == "use_zero_grad":
+            continue
+        if arg.keyword is None:
+            args.append(cst.Arg(value=arg.value))
+        else:
+            args.append(keyword(arg.keyword.value, arg.value))
+    return cst.Call(func=render("torch.amp.GradScaler", t.ctx), args=with_commas(args))

@@ -1,0 +1,86 @@
+"""`rewrite --jobs N`: a process pool gives the same results, in the same order, as one process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from neuron_migrate import rewriter
+from neuron_migrate.cli import app
+from neuron_migrate.errors import UsageError
+from neuron_migrate.rewriter import rewrite_tree
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    for path in sorted(FIXTURES.glob("*.in.py")):
+        shutil.copy(path, root / "pkg" / path.name.replace(".in.py", ".py"))
+    (root / "plain.py").write_text("import torch\n\nprint(torch.ones(2))\n")
+    (root / "py2.py").write_text("import torch_xla\nprint 'hello'\n")
+    return root
+
+
+def _key(result):
+    return (result.display, result.new, result.outcomes, result.error)
+
+
+def test_pool_results_match_one_process_in_input_order(project):
+    one = [_key(r) for r in rewrite_tree(project, jobs=1)]
+    pooled = [_key(r) for r in rewrite_tree(project, jobs=3)]
+    assert pooled == one
+    assert len(one) == len(list(project.rglob("*.py")))
+    assert any(r[3] is not None for r in one)  # the syntax error travels back as an error
+
+
+def _exit_on_ddp(job: tuple[str, str]):
+    """Stands in for the worker function: the worker process dies on one file."""
+    if job[1].endswith("ddp_spawn.py"):
+        os._exit(1)
+    return rewriter.rewrite_file(job[0], job[1], rewriter._WORKER[0], unsafe=False)
+
+
+def test_a_dead_worker_costs_nothing_but_time(project, monkeypatch):
+    one = [_key(r) for r in rewrite_tree(project, jobs=1)]
+    monkeypatch.setattr(rewriter, "_rewrite_in_worker", _exit_on_ddp)
+    assert [_key(r) for r in rewrite_tree(project, jobs=2)] == one
+
+
+def test_cli_output_does_not_depend_on_jobs(project):
+    single = runner.invoke(app, ["rewrite", str(project), "--jobs", "1"], catch_exceptions=False)
+    pooled = runner.invoke(app, ["rewrite", str(project), "--jobs", "4"], catch_exceptions=False)
+    assert single.exit_code == pooled.exit_code == 0
+    assert "+++ b/pkg/ddp_spawn.py" in single.stdout
+    assert pooled.stdout == single.stdout
+    assert pooled.stderr == single.stderr
+
+
+def test_cli_json_does_not_depend_on_jobs(project):
+    args = ["rewrite", str(project), "--format", "json"]
+    single = runner.invoke(app, [*args, "-j", "1"], catch_exceptions=False)
+    pooled = runner.invoke(app, [*args, "-j", "2"], catch_exceptions=False)
+    assert pooled.stdout == single.stdout
+
+
+def test_apply_with_a_pool_writes_what_one_process_writes(project, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    runner.invoke(app, ["rewrite", str(project), "--apply", "-j", "1"], catch_exceptions=False)
+    runner.invoke(app, ["rewrite", str(copy), "--apply", "-j", "3"], catch_exceptions=False)
+    for path in project.rglob("*.py"):
+        assert (copy / path.relative_to(project)).read_bytes() == path.read_bytes()
+    assert "torch_xla" not in (copy / "pkg" / "single_device.py").read_text()
+
+
+def test_jobs_below_one_is_a_usage_error(project):
+    result = runner.invoke(app, ["rewrite", str(project), "--jobs", "0"])
+    assert isinstance(result.exception, UsageError)
+    assert "--jobs must be at least 1" in str(result.exception)
