@@ -48,7 +48,11 @@ class ResultCache:
         return result if isinstance(result, FileResult) else None
 
     def put(self, key: str, result: FileResult) -> None:
-        self._pending.append((key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
+        self.put_pickled(key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_pickled(self, key: str, blob: bytes) -> None:
+        """Store a result that is already pickled (as the workers send them)."""
+        self._pending.append((key, blob))
         if len(self._pending) >= 500:
             self.flush()
 
@@ -68,6 +72,9 @@ class NoCache:
         return None
 
     def put(self, key: str, result: FileResult) -> None:
+        pass
+
+    def put_pickled(self, key: str, blob: bytes) -> None:
         pass
 
     def close(self) -> None:

@@ -11,10 +11,11 @@ import ast
 import hashlib
 import multiprocessing
 import os
+import pickle
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -90,6 +91,12 @@ def _analyze_bytes(job: tuple[bytes, str, str]) -> FileResult:
     return analyze_source(decoded.text, display, target)
 
 
+def _analyze_batch(jobs: list[tuple[bytes, str, str]]) -> list[bytes]:
+    """Worker side: results come back pickled, so that the main process unpickles each once and
+    stores the same bytes in the cache instead of pickling the result again."""
+    return [pickle.dumps(_analyze_bytes(job), protocol=pickle.HIGHEST_PROTOCOL) for job in jobs]
+
+
 def _pool(jobs: int) -> ProcessPoolExecutor:
     methods = multiprocessing.get_all_start_methods()
     # fork shares the already-loaded rules and matrix with the workers at no cost.
@@ -101,6 +108,24 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# Files go to the workers in batches (one task, one round trip each): per-task overhead is
+# paid once per batch rather than once per file. Small enough to keep both cores busy to the end.
+BATCH_FILES = 8
+BATCH_BYTES = 256 * 1024
+
+
+class _Batch:
+    """Files sent to a worker as one task; `blobs` holds the pickled results once back."""
+
+    __slots__ = ("blobs", "future", "jobs", "size")
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[bytes, str, str]] = []
+        self.size = 0
+        self.future: Future[list[bytes]] | None = None
+        self.blobs: list[bytes] | None = None
+
+
 def scan_files(
     files: Iterable[SourcePath],
     settings: ScanSettings,
@@ -109,34 +134,37 @@ def scan_files(
     cache: ResultCache | NoCache,
     on_result: Callable[[FileResult], None] | None = None,
 ) -> Iterator[FileResult]:
-    """Scan files, yielding one FileResult per file in input order."""
-    digest = config_digest(settings.target)
-    context_for(settings.target)  # load (and validate) the data once, before any fork
+    """Scan files, yielding one FileResult per file in input order.
 
-    def prepared() -> Iterator[tuple[str, FileResult | tuple[bytes, str, str], str]]:
+    The rules, matrix and API map are loaded, and the worker pool started, only once a file
+    needs analysis: a re-scan that the cache answers entirely does neither.
+    """
+    digest = config_digest(settings.target)
+
+    def prepared() -> Iterator[tuple[FileResult | None, tuple[bytes, str, str] | None, str]]:
         for source in files:
             data = read_bytes(source.path, source.display, settings.max_bytes)
             if isinstance(data, FileError):
-                yield ("done", FileResult(source.display, error=data), "")
+                yield FileResult(source.display, error=data), None, ""
                 continue
             if not data.strip():
-                yield ("done", FileResult(source.display, extra={"skipped": "empty file"}), "")
+                yield FileResult(source.display, extra={"skipped": "empty file"}), None, ""
                 continue
             if not may_hold_findings(data):
-                yield ("done", FileResult(source.display, skipped_by_prefilter=True), "")
+                yield FileResult(source.display, skipped_by_prefilter=True), None, ""
                 continue
             key = file_key(digest, source.display, data)
             cached = cache.get(key)
             if cached is not None:
                 yield (
-                    "done",
                     FileResult(
                         cached.path, cached.findings, cached.error, False, True, cached.extra
                     ),
+                    None,
                     "",
                 )
                 continue
-            yield ("todo", (data, source.display, settings.target), key)
+            yield None, (data, source.display, settings.target), key
 
     def finish(result: FileResult) -> FileResult:
         if on_result is not None:
@@ -144,37 +172,71 @@ def scan_files(
         return result
 
     if jobs <= 1:
-        for state, payload, key in prepared():
-            if state == "done":
-                assert isinstance(payload, FileResult)
-                yield finish(payload)
+        for done, job, key in prepared():
+            if done is not None:
+                yield finish(done)
             else:
-                assert isinstance(payload, tuple)
-                result = _analyze_bytes(payload)
+                assert job is not None
+                context_for(settings.target)
+                result = _analyze_bytes(job)
                 cache.put(key, result)
                 yield finish(result)
         return
+    yield from _scan_in_pool(prepared(), settings.target, jobs, cache, finish)
 
-    # Keep a bounded window of work in flight so memory does not grow with the tree.
-    window = jobs * 8
-    with _pool(jobs) as pool:
-        pending: deque[tuple[str, object, str]] = deque()
 
-        def drain(limit: int) -> Iterator[FileResult]:
-            while len(pending) > limit:
-                state, payload, key = pending.popleft()
-                if state == "done":
-                    assert isinstance(payload, FileResult)
-                    yield finish(payload)
-                else:
-                    result = payload.result()  # type: ignore[attr-defined]
-                    cache.put(key, result)
-                    yield finish(result)
+def _scan_in_pool(
+    prepared: Iterator[tuple[FileResult | None, tuple[bytes, str, str] | None, str]],
+    target: str,
+    jobs: int,
+    cache: ResultCache | NoCache,
+    finish: Callable[[FileResult], FileResult],
+) -> Iterator[FileResult]:
+    # A bounded window of files in flight, so memory does not grow with the tree; results are
+    # yielded in input order. Each pending entry: a finished result, or (batch, index, key).
+    window = jobs * BATCH_FILES * 4
+    pending: deque[tuple[FileResult | None, _Batch | None, int, str]] = deque()
+    pool: ProcessPoolExecutor | None = None
+    batch = _Batch()
 
-        for state, payload, key in prepared():
-            if state == "todo":
-                pending.append((state, pool.submit(_analyze_bytes, payload), key))
+    def submit(current: _Batch) -> None:
+        nonlocal pool, batch
+        if pool is None:
+            context_for(target)  # load (and validate) the data once, before the fork
+            pool = _pool(jobs)
+        current.future = pool.submit(_analyze_batch, current.jobs)
+        if current is batch:
+            batch = _Batch()
+
+    def drain(limit: int) -> Iterator[FileResult]:
+        while len(pending) > limit:
+            done, owner, index, key = pending.popleft()
+            if done is not None:
+                yield finish(done)
+                continue
+            assert owner is not None
+            if owner.blobs is None:
+                if owner.future is None:
+                    submit(owner)  # a partial batch at the head of the line: send it now
+                assert owner.future is not None
+                owner.blobs = owner.future.result()
+            blob = owner.blobs[index]
+            result = pickle.loads(blob)
+            cache.put_pickled(key, blob)
+            yield finish(result)
+
+    try:
+        for done, job, key in prepared:
+            if job is None:
+                pending.append((done, None, 0, ""))
             else:
-                pending.append((state, payload, key))
+                batch.jobs.append(job)
+                batch.size += len(job[0])
+                pending.append((None, batch, len(batch.jobs) - 1, key))
+                if len(batch.jobs) >= BATCH_FILES or batch.size >= BATCH_BYTES:
+                    submit(batch)
             yield from drain(window)
         yield from drain(0)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -65,6 +65,7 @@ class FileRewrite:
             "path": self.display,
             "changed": self.changed,
             "rewritten": self.count("rewritten"),
+            "kept": self.count("kept"),
             "marked": self.count("marked"),
             "ambiguous": self.count("ambiguous"),
             "sites": [

@@ -7,7 +7,7 @@ torch ops and APIs through the API->aten map and the versioned compatibility mat
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from neuron_migrate.analyzer.sites import Site
 from neuron_migrate.findings import Finding, fingerprint
@@ -65,6 +65,9 @@ class _Classifier:
         self.lines = lines
         self.imports_torch = imports_torch
         self.out = FileClassification()
+        # How often each (code, api, normalised line) was seen so far: the fingerprint's
+        # occurrence number, stamped as each finding is made (findings are made in site order).
+        self.seen: Counter[tuple[str, str, str]] = Counter()
 
     # -- building findings ----------------------------------------------------------------
 
@@ -83,6 +86,9 @@ class _Classifier:
         confidence: str = "high",
     ) -> None:
         snippet = self.lines[site.line - 1].strip() if site.line - 1 < len(self.lines) else ""
+        key = (rule.code, api, " ".join(snippet.split()))
+        occurrence = self.seen[key]
+        self.seen[key] = occurrence + 1
         self.out.findings.append(
             Finding(
                 code=rule.code,
@@ -101,6 +107,7 @@ class _Classifier:
                 fixable=fixable,
                 confidence=confidence,  # type: ignore[arg-type]
                 snippet=snippet,
+                fingerprint=fingerprint(self.path, rule.code, api, snippet, occurrence),
             )
         )
 
@@ -279,7 +286,7 @@ class _Classifier:
                 replacement="dynamic=False",
             )
         mode = kwargs.get("mode")
-        if "mode" in kwargs and mode not in (repr(m) for m in compile_rules.modes_with_effect):
+        if "mode" in kwargs and mode not in [repr(m) for m in compile_rules.modes_with_effect]:
             self.add(
                 site,
                 rules.for_analyzer("compile-mode-ignored"),
@@ -299,19 +306,4 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
     classifier = _Classifier(ctx, path, lines, imports_torch)
     for site in sites:
         classifier.classify(site)
-    out = classifier.out
-    out.findings = _with_fingerprints(out.findings)
-    return out
-
-
-def _with_fingerprints(findings: list[Finding]) -> list[Finding]:
-    seen: Counter[tuple[str, str, str]] = Counter()
-    stamped = []
-    for f in findings:
-        key = (f.code, f.api, " ".join(f.snippet.split()))
-        occurrence = seen[key]
-        seen[key] += 1
-        stamped.append(
-            replace(f, fingerprint=fingerprint(f.path, f.code, f.api, f.snippet, occurrence))
-        )
-    return stamped
+    return classifier.out

@@ -149,17 +149,27 @@ class _SiteFinder:
     # -- references to imported names -----------------------------------------------------------
 
     def find_references(self) -> None:
-        parents = self.model.parents
-        for name, scope, guarded in self.model.loads:
+        model = self.model
+        parents = model.parents
+        attribute = ast.Attribute
+        for name, scope, guarded in model.loads:
             chain: ast.expr = name
+            attrs: list[str] = []
             parent = parents.get(id(name))
-            while isinstance(parent, ast.Attribute) and parent.value is chain:
+            while parent.__class__ is attribute and parent.value is chain:
                 chain = parent
+                attrs.append(parent.attr)
                 parent = parents.get(id(chain))
-            resolution = self.model.resolve_chain(chain, scope)
-            if resolution is None or not resolution.qualnames:
+            # The same answer as `model.resolve_chain(chain, scope)`, without walking the chain
+            # again; most names (`self`, locals, builtins) stop at the first step.
+            base = model.resolve_name(name.id, scope)
+            if base is None or not base.qualnames:
                 self.find_method_call(name, chain, guarded)
                 continue
+            resolution = base
+            if attrs:
+                suffix = "." + ".".join(attrs)
+                resolution = Resolution(tuple(q + suffix for q in base.qualnames), base.local)
             if resolution.qualname:
                 self.chain_qualnames[id(chain)] = resolution.qualname
             if not any(q.partition(".")[0] in _ROOTS for q in resolution.qualnames):

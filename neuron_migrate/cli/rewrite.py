@@ -76,7 +76,7 @@ def rewrite(
     format: RewriteFormat = typer.Option(RewriteFormat.diff, "--format", "-f", help="diff or json"),
     exclude: list[str] = typer.Option([], "--exclude", help="glob of paths to skip (repeatable)"),
     jobs: int | None = typer.Option(
-        None, "--jobs", "-j", help="Worker processes (default: all cores; 1: no pool)."
+        None, "--jobs", "-j", help="worker processes (default: all cores; 1: no pool)"
     ),
 ) -> None:
     """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""

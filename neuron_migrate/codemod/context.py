@@ -38,7 +38,7 @@ class Outcome:
     code: str
     line: int
     api: str
-    status: str  # "rewritten" | "marked" | "ambiguous"
+    status: str  # "rewritten" | "kept" | "marked" | "ambiguous"
 
 
 def module_bindings(module: cst.Module) -> tuple[dict[str, str], set[str]]:

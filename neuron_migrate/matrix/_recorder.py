@@ -32,7 +32,8 @@ DROPPED_NAMESPACES: frozenset[str] = frozenset({"profiler"})
 _STAND_IN_DEVICE = torch.device("meta")
 _CEA = "CompositeExplicitAutograd"
 _MAX_DEPTH = 4
-_generic_only_cache: dict[str, bool] = {}
+_CIA = "CompositeImplicitAutograd"
+_generic_cache: dict[str, Any] = {}
 
 
 class StandIn(torch.Tensor):
@@ -68,9 +69,14 @@ def to_stand_in(obj: Any) -> Any:
     """Copy every CPU tensor in ``obj`` onto the pretend device (keeping requires_grad)."""
 
     def convert(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and not isinstance(x, StandIn) and x.layout == torch.strided:
-            return StandIn(x.detach().clone(), requires_grad=x.requires_grad)
-        return x
+        if not isinstance(x, torch.Tensor) or isinstance(x, StandIn) or x.layout != torch.strided:
+            return x
+        moved = StandIn(x.detach().clone(), requires_grad=x.requires_grad)
+        if isinstance(x, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=x.requires_grad)
+            if x.grad is not None:
+                moved.grad = StandIn(x.grad.detach().clone())
+        return moved
 
     return tree_map(convert, obj)
 
@@ -123,14 +129,22 @@ def _is_bare_meta(x: Any) -> bool:
     )
 
 
-def generic_kernel_only(name: str) -> bool:
-    """True when a new backend would run torch's CompositeExplicitAutograd kernel for the op."""
-    cached = _generic_only_cache.get(name)
-    if cached is None:
+def generic_kernel(name: str) -> Any:
+    """The dispatch key of torch's generic kernel a new backend would run for the op, or None.
+
+    CompositeExplicitAutograd kernels reach the backend as themselves; CompositeImplicitAutograd
+    ones are decomposed before it, but are seen here when a generic kernel calls them.
+    """
+    if name not in _generic_cache:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
-        cached = has(name, _CEA) and not has(name, "CPU")
-        _generic_only_cache[name] = cached
-    return cached
+        key = None
+        if not has(name, "CPU"):
+            if has(name, _CEA):
+                key = torch._C.DispatchKey.CompositeExplicitAutograd
+            elif has(name, _CIA):
+                key = torch._C.DispatchKey.CompositeImplicitAutograd
+        _generic_cache[name] = key
+    return _generic_cache[name]
 
 
 class Recorder(TorchDispatchMode):
@@ -160,17 +174,13 @@ class Recorder(TorchDispatchMode):
             self._seen.add(name)
             self.ops.append(name)
         # Descend into a generic kernel, but never into a cycle or deeper than a few levels.
-        if (
-            generic_kernel_only(name)
-            and isinstance(func, torch._ops.OpOverload)
-            and name not in self._parents
-            and len(self._parents) < _MAX_DEPTH
-        ):
+        key = generic_kernel(name) if isinstance(func, torch._ops.OpOverload) else None
+        if key is not None and name not in self._parents and len(self._parents) < _MAX_DEPTH:
             self.composite_calls.setdefault(name, [])
             self._parents.append(name)
             try:
                 with self:
-                    out = func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+                    out = func._op_dk(key, *args, **kwargs)
                 # Kernels that build views in C++ return plain meta tensors: run the op instead.
                 if not any(_is_bare_meta(t) for t in tree_leaves(out)):
                     return out

@@ -147,8 +147,9 @@ def _parse(path: Path) -> ApiMap:
     names = data.get("tensor_method_names") or []
     if not isinstance(names, list):
         raise fail("tensor_method_names", "expected a list")
+    applies_to = str(data.get("applies_to") or ".".join(torch_version.split(".")[:2]))
     return ApiMap(
-        torch_minor=".".join(torch_version.split(".")[:2]),
+        torch_minor=applies_to,
         torch_version=torch_version,
         path=shown,
         apis=op_table("apis"),

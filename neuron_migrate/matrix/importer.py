@@ -282,15 +282,19 @@ class Classifier:
                 "device-agnostic kernels that reach only native ops",
                 s,
                 "torch-composite-reach",
-                "torch's CompositeExplicitAutograd kernel runs on any backend by calling other "
-                "ops; the status is the worst of the ops it was seen to call.",
+                "torch's generic kernel (CompositeExplicitAutograd, or a CompositeImplicitAutograd "
+                "decomposition) runs on any backend by calling other ops; the status is the worst "
+                "of the ops it was seen to call.",
             )
             for s in ("native", "cpu_fallback", "unsupported")
         }
         for op in sorted(calls):
             if op in self.primary or not op.startswith("aten::"):
                 continue
-            if not self.t.has(op, "CompositeExplicitAutograd") or self.t.has(op, "CPU"):
+            generic = self.t.has(op, "CompositeExplicitAutograd") or self.t.has(
+                op, "CompositeImplicitAutograd"
+            )
+            if not generic or self.t.has(op, "CPU"):
                 continue
             status, culprits = reach(op, ())
             children = ", ".join(calls[op]) or "no other op (metadata only)"
@@ -341,7 +345,8 @@ def _base(op: str) -> str:
 
 
 def _named(op: str, words: tuple[str, ...]) -> bool:
-    name = op.split("::", 1)[1]
+    """Whether the op's base name (not its overload name) contains one of ``words``."""
+    name = _base(op).split("::", 1)[1]
     return any(w in name for w in words)
 
 

@@ -1,0 +1,208 @@
+"""`neuron-migrate matrix list | show NAME | diff V1 V2`: read the compatibility matrices.
+
+Output goes to stdout (rich text, or JSON with ``--format json``). An unknown version or name
+raises a `UsageError`, which the app turns into one red line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from neuron_migrate.errors import UsageError
+from neuron_migrate.matrix import (
+    Matrix,
+    available_versions,
+    diff_matrices,
+    load_matrix,
+    resolve_version,
+)
+from neuron_migrate.matrix.api_map import ApiMap, available_api_maps, load_api_map
+from neuron_migrate.matrix.query import NameReport, describe_name
+
+FORMATS = ("text", "json")
+_STYLE = {"native": "green", "cpu_fallback": "yellow", "unsupported": "red", "partial": "yellow"}
+
+FormatOption = typer.Option("text", "--format", "-f", help="text (rich) or json.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `matrix` sub-app to the main app."""
+    sub = typer.Typer(
+        name="matrix",
+        help="Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
+        no_args_is_help=True,
+    )
+    sub.command("list")(matrix_list)
+    sub.command("show")(matrix_show)
+    sub.command("diff")(matrix_diff)
+    app.add_typer(sub, name="matrix")
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt}: choose {', '.join(FORMATS)}")
+    return fmt
+
+
+def _emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def _styled(status: str) -> str:
+    return f"[{_STYLE.get(status, 'white')}]{status}[/]"
+
+
+# --- list -------------------------------------------------------------------------------------
+
+
+def matrix_list(fmt: str = FormatOption) -> None:
+    """List the bundled matrix versions, their torch pairing and evidence."""
+    _check_format(fmt)
+    rows = []
+    for version in available_versions():
+        m = load_matrix(version)
+        rows.append(
+            {
+                "version": m.version,
+                "torch": m.torch_version,
+                "listed_ops": m.status_counts(),
+                "default": m.default.status,
+                "evidence": sorted(m.evidence),
+                "summary": m.summary,
+            }
+        )
+    if fmt == "json":
+        _emit_json({"versions": rows})
+        return
+    table = Table(title="TorchNeuron compatibility matrices", title_justify="left")
+    table.add_column("torch-neuronx")
+    table.add_column("torch")
+    table.add_column("native", justify="right")
+    table.add_column("fallback", justify="right")
+    table.add_column("unsupp.", justify="right")
+    table.add_column("default")
+    for row in rows:
+        counts = row["listed_ops"]
+        table.add_row(
+            row["version"],
+            row["torch"],
+            str(counts["native"]),
+            str(counts["cpu_fallback"]),
+            str(counts["unsupported"]),
+            row["default"],
+        )
+    console = _console()
+    console.print(table)
+    for row in rows:
+        console.print(f"[bold]{row['version']}[/]: {row['summary']}")
+        console.print(f"  evidence: {', '.join(row['evidence'])}")
+
+
+# --- show -------------------------------------------------------------------------------------
+
+
+def matrix_show(
+    name: str = typer.Argument(
+        ..., help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort)."
+    ),
+    target: list[str] = typer.Option(
+        [], "--target", "-t", help="Only these versions (repeatable); default: all."
+    ),
+    fmt: str = FormatOption,
+) -> None:
+    """Status of an aten op or a Python API in each matrix version, with its source."""
+    _check_format(fmt)
+    versions = [resolve_version(v) for v in target] or available_versions()
+    reports = [describe_name(name, load_matrix(v), _api_map_for(load_matrix(v))) for v in versions]
+    if all(r.kind == "unknown" for r in reports):
+        raise UsageError(
+            f"unknown name {name!r}: not an op (aten::..., c10d::...) and not an API in the "
+            "API map; try a qualified name such as torch.sort or Tensor.sort"
+        )
+    if fmt == "json":
+        _emit_json({"name": name, "versions": [asdict(r) for r in reports]})
+        return
+    console = _console()
+    for report in reports:
+        _print_report(console, report)
+
+
+def _api_map_for(m: Matrix) -> ApiMap | None:
+    minor = ".".join(m.torch_version.split(".")[:2])
+    minors = available_api_maps()
+    if minor in minors:
+        return load_api_map(minor)
+    return load_api_map(minors[-1]) if minors else None
+
+
+def _print_report(console: Console, r: NameReport) -> None:
+    head = f"[bold]{r.version}[/] (torch {r.torch_version}): [bold]{r.name}[/]"
+    console.print(f"{head} -> {_styled(r.status)}")
+    if r.kind == "api" and r.api_map:
+        console.print(f"  {r.kind_note} (API map {r.api_map})")
+    elif r.kind_note:
+        console.print(f"  {r.kind_note}")
+    if r.namespace is not None:
+        ns = r.namespace
+        console.print(f"  namespace {ns['namespace']}: {_styled(ns['status'])} [{ns['source']}]")
+        if ns.get("note"):
+            console.print(f"    {ns['note']}", style="dim")
+    for op in r.ops:
+        console.print(f"  {op['op']}: {_styled(op['status'])} [{op['source']}]")
+        if op.get("note"):
+            console.print(f"    {op['note']}", style="dim")
+    console.print()
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+def matrix_diff(
+    v1: str = typer.Argument(..., help="Older torch-neuronx version, e.g. 2.13.3.0."),
+    v2: str = typer.Argument(..., help="Newer torch-neuronx version, e.g. 2.14.3.0."),
+    fmt: str = FormatOption,
+) -> None:
+    """What differs between two matrix versions: op statuses, listings and rules."""
+    _check_format(fmt)
+    a, b = load_matrix(resolve_version(v1)), load_matrix(resolve_version(v2))
+    diff = diff_matrices(a, b)
+    if fmt == "json":
+        _emit_json(diff.to_dict())
+        return
+    console = _console()
+    console.print(f"[bold]matrix diff {a.version} -> {b.version}[/]")
+    if diff.is_empty:
+        console.print("No differences.")
+        return
+    if diff.rules:
+        table = Table(title="Rules", title_justify="left")
+        for col in ("section", "key", a.version, b.version):
+            table.add_column(col)
+        for rc in diff.rules:
+            table.add_row(rc.section, rc.key, rc.a, rc.b)
+        console.print(table)
+    for title, changes in (
+        ("Ops whose status changed", diff.changed),
+        (f"Ops listed only in {b.version}", diff.added),
+        (f"Ops listed only in {a.version}", diff.removed),
+    ):
+        if not changes:
+            continue
+        table = Table(title=f"{title} ({len(changes)})", title_justify="left")
+        for col in ("op", a.version, b.version):
+            table.add_column(col)
+        for c in changes:
+            table.add_row(c.op, _styled(c.a_status), _styled(c.b_status))
+        console.print(table)
+    if not (diff.changed or diff.added or diff.removed):
+        console.print("No op status differences.")

@@ -1,0 +1,85 @@
+import pytest
+
+from neuron_migrate.matrix import load_matrix
+
+
+@pytest.fixture
+def m(write_matrix, valid_doc):
+    return load_matrix(path=write_matrix(valid_doc))
+
+
+def test_exact_overload(m):
+    v = m.op_status("aten::add.Tensor")
+    assert (v.op, v.status, v.source) == ("aten::add.Tensor", "native", "snap")
+
+
+@pytest.mark.parametrize("spelling", ["aten.add.Tensor", "torch.ops.aten.add.Tensor"])
+def test_dotted_spellings(m, spelling):
+    assert m.op_status(spelling).op == "aten::add.Tensor"
+
+
+def test_base_name_then_default(m):
+    by_base = m.op_status("aten::eq.Scalar")
+    assert by_base.status == "native" and "aten::eq" in by_base.note
+    assert m.op_status("aten::linalg_qr.out").status == "cpu_fallback"
+    unlisted = m.op_status("aten::sort")
+    assert (unlisted.status, unlisted.source) == ("cpu_fallback", "snap")
+
+
+def test_query_without_overload_takes_its_overloads(m):
+    v = m.op_status("aten::add")
+    assert v.status == "native" and "aten::add.Tensor" in v.note
+
+
+def test_default_overload_spelling(m):
+    assert m.op_status("aten.linalg_qr.default").op == "aten::linalg_qr"
+
+
+def test_dtype_rules(m):
+    rule = m.dtype_rule("torch.double")
+    assert rule is not None and (rule.dtype, rule.runs_as, rule.warn) == ("float64", "float32", True)
+    assert m.dtype_rule("float16") is None
+
+
+def test_namespaces(m):
+    assert m.namespace_status("torch.sparse.mm").status == "unsupported"
+    assert m.namespace_status("torch.add") is None
+    rfft = m.namespace_status("torch.fft.rfft")
+    assert rfft.status == "unsupported" and "partial" in rfft.note
+    assert m.namespace_status("torch.fft.fftshift").status == "native"
+    assert m.namespace_status("torch.fft").status == "partial"
+
+
+def test_memory_format_and_compile(m):
+    assert m.memory_format_status("torch.channels_last").status == "unsupported"
+    assert m.memory_format_status("contiguous_format") is None
+    assert m.compile.backend == "neuron" and m.compile.requires_dynamic_false
+
+
+# --- the bundled data ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+def test_bundled_answers(version):
+    b = load_matrix(version)
+    assert b.op_status("aten::sort").status == "cpu_fallback"  # generic kernel calls sort.stable
+    assert b.op_status("aten::add.Tensor").status == "native"
+    assert b.op_status("aten::transpose.int").status == "native"  # device-agnostic view
+    assert b.op_status("aten::t").status == "native"
+    assert b.op_status("aten::linalg_qr").source == "dev-snapshot-cpu-fallback"
+    assert b.op_status("aten::_fft_r2c").status == "unsupported"
+    assert b.op_status("c10d::allreduce_").status == "native"
+    assert b.op_status("c10d::_reduce_scatter_base_").status == "native"
+    assert b.op_status("c10d::send").status == "unsupported"
+    assert b.op_status("aten::_sparse_coo_tensor_with_dims_and_tensors").status == "unsupported"
+    assert b.op_status("aten::median.dim_values").status == "cpu_fallback"
+    assert b.namespace_status("functorch.vmap").status == "unsupported"
+    assert b.namespace_status("torch.distributions.Normal").status == "unsupported"
+    assert b.namespace_status("torch.nested.nested_tensor").status == "unsupported"
+    assert b.memory_format_status("channels_last").message == (
+        "Neuron tensors only support contiguous or preserve memory format"
+    )
+    assert b.compile.modes_with_effect == ("default",)
+    assert b.compile.dynamic_true_status == "unsupported"
+    assert b.dtype_rule("int64").runs_as == "int32"
+    assert "UNVERIFIED" in b.evidence["project-brief"].title
