@@ -115,8 +115,16 @@ def index(key: str, title: str, root: Path, workdir: Path) -> Corpus:
     xla_file_list = lists / f"{key}-xla-files.txt"
     xla_file_list.write_text("".join(f"{p}\n" for p in xla_files))
     return Corpus(
-        key, title, root, files, _lines(files), file_list,
-        xla_root, xla_files, _lines(xla_files), xla_file_list,
+        key,
+        title,
+        root,
+        files,
+        _lines(files),
+        file_list,
+        xla_root,
+        xla_files,
+        _lines(xla_files),
+        xla_file_list,
     )
 
 

@@ -46,13 +46,68 @@ _IMPORT_AS = re.compile(
 # Filler vocabulary: none of these may contain a prefilter trigger (torch, xla, XLA, PJRT_,
 # NEURON, TPU_, XRT_), so the prefilter skips every filler file.
 _WORDS = (
-    "account", "batch", "cache", "client", "config", "count", "cursor", "delta", "entry",
-    "event", "field", "filter", "frame", "group", "handle", "index", "item", "key", "label",
-    "limit", "line", "map", "marker", "node", "offset", "order", "owner", "page", "parser",
-    "path", "queue", "range", "record", "region", "report", "request", "result", "row",
-    "schema", "score", "segment", "session", "shard", "signal", "slot", "source", "state",
-    "status", "store", "stream", "table", "tag", "task", "token", "total", "unit", "user",
-    "value", "vector", "window", "worker", "zone",
+    "account",
+    "batch",
+    "cache",
+    "client",
+    "config",
+    "count",
+    "cursor",
+    "delta",
+    "entry",
+    "event",
+    "field",
+    "filter",
+    "frame",
+    "group",
+    "handle",
+    "index",
+    "item",
+    "key",
+    "label",
+    "limit",
+    "line",
+    "map",
+    "marker",
+    "node",
+    "offset",
+    "order",
+    "owner",
+    "page",
+    "parser",
+    "path",
+    "queue",
+    "range",
+    "record",
+    "region",
+    "report",
+    "request",
+    "result",
+    "row",
+    "schema",
+    "score",
+    "segment",
+    "session",
+    "shard",
+    "signal",
+    "slot",
+    "source",
+    "state",
+    "status",
+    "store",
+    "stream",
+    "table",
+    "tag",
+    "task",
+    "token",
+    "total",
+    "unit",
+    "user",
+    "value",
+    "vector",
+    "window",
+    "worker",
+    "zone",
 )
 
 
@@ -81,8 +136,7 @@ def load_templates(fixtures: Path = FIXTURES) -> tuple[list[Project], list[Templ
     projects = []
     for folder in sorted(p for p in (fixtures / "projects").glob("*") if p.is_dir()):
         files = tuple(
-            Template(f.stem, f.read_text(encoding="utf-8"))
-            for f in sorted(folder.glob("*.py"))
+            Template(f.stem, f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.py"))
         )
         files = tuple(t for t in files if _parses(t.text))
         if files:
@@ -289,7 +343,9 @@ def check(out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "out", nargs="?", type=Path,
+        "out",
+        nargs="?",
+        type=Path,
         default=Path(tempfile.gettempdir()) / "neuron-migrate-bench" / "monorepo",
         help="output folder (replaced if it holds an earlier generated corpus)",
     )

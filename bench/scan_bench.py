@@ -298,8 +298,7 @@ def machine() -> list[str]:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return [
         f"date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
-        f"machine: {cores} cores, {model}; Python {platform.python_version()}; "
-        f"load average {load}",
+        f"machine: {cores} cores, {model}; Python {platform.python_version()}; load average {load}",
     ]
 
 
@@ -308,29 +307,44 @@ def machine() -> list[str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="1 run, 300 torch files, a 600-file monorepo")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 run, 300 torch files, a 600-file monorepo"
+    )
     parser.add_argument("--runs", type=int, help="runs per row; the median is shown (default 3)")
-    parser.add_argument("--torchfix-runs", type=int,
-                        help="runs of TorchFix, the slowest row (default: --runs)")
-    parser.add_argument("--jobs", "-j", type=int, default=corpora_jobs(),
-                        help="worker processes for every row (default: all cores)")
+    parser.add_argument(
+        "--torchfix-runs", type=int, help="runs of TorchFix, the slowest row (default: --runs)"
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=corpora_jobs(),
+        help="worker processes for every row (default: all cores)",
+    )
     parser.add_argument("--corpora", default="a,b", help="which corpora: a, b or a,b")
     parser.add_argument("--files", type=int, help="size of the generated monorepo (default 5000)")
-    parser.add_argument("--a-limit", type=int,
-                        help="use only the first N torch files (default: all)")
+    parser.add_argument(
+        "--a-limit", type=int, help="use only the first N torch files (default: all)"
+    )
     parser.add_argument("--seed", type=int, default=7, help="generator seed")
-    parser.add_argument("--no-double", action="store_true",
-                        help="skip the 2x-size monorepo (memory growth row)")
-    parser.add_argument("--skip", default="",
-                        help="comma-separated rows to skip: ast, libcst, nocache, torchfix, "
-                        "libcst_xla, rewrite")
+    parser.add_argument(
+        "--no-double", action="store_true", help="skip the 2x-size monorepo (memory growth row)"
+    )
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated rows to skip: ast, libcst, nocache, torchfix, libcst_xla, rewrite",
+    )
     parser.add_argument("--torchfix", help="path of a torchfix 0.7 executable to use")
-    parser.add_argument("--no-install", action="store_true",
-                        help="do not pip-install TorchFix 0.7 into the workdir")
-    parser.add_argument("--workdir", type=Path,
-                        default=Path(tempfile.gettempdir()) / "neuron-migrate-bench",
-                        help="where corpora, caches and the TorchFix venv live")
+    parser.add_argument(
+        "--no-install", action="store_true", help="do not pip-install TorchFix 0.7 into the workdir"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "neuron-migrate-bench",
+        help="where corpora, caches and the TorchFix venv live",
+    )
     parser.add_argument("--json", type=Path, help="also write every sample here")
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 3)

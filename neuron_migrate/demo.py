@@ -80,7 +80,9 @@ def run_demo(
     workdir = Path(tempfile.mkdtemp(prefix="neuron-migrate-demo-"))
     tree = workdir / project
     shutil.copytree(sample_projects_dir() / project, tree)
-    console.print(f"[bold]neuron-migrate demo[/]: sample project [cyan]{project}[/] copied to {tree}")
+    console.print(
+        f"[bold]neuron-migrate demo[/]: sample project [cyan]{project}[/] copied to {tree}"
+    )
 
     console.print(Rule("1. scan: what must change, and will it run?"))
     scan = api.scan(tree, target=target, fail_on=("none",), use_cache=False)
@@ -88,11 +90,11 @@ def run_demo(
 
     console.print(Rule("2. rewrite: the migration as a diff, then applied"))
     summary = RewriteSummary()
-    for result in rewrite_tree(tree):
-        summary.add(result)
-        if result.changed:
-            console.print(Syntax(result.diff(), "diff", theme="ansi_dark", word_wrap=True))
-            write_atomically(result.path, result.encoded())
+    for rewritten in rewrite_tree(tree):
+        summary.add(rewritten)
+        if rewritten.changed:
+            console.print(Syntax(rewritten.diff(), "diff", theme="ansi_dark", word_wrap=True))
+            write_atomically(rewritten.path, rewritten.encoded())
     console.print(
         f"{summary.changed} files changed; {summary.rewritten} torch_xla uses rewritten, "
         f"{summary.marked + summary.ambiguous} left for a person with a TODO marker "
@@ -134,8 +136,11 @@ def run_demo(
     console.print(
         f"scan: {outcome.scan_xla_uses} torch_xla uses | rewrite: {outcome.files_changed} files, "
         f"{outcome.rewrite_conversion:.0f}% converted | run: exit {outcome.run_exit_code}"
-        + (f", loss {losses[0]:.4f} -> {losses[-1]:.4f}{' (falling)' if falling else ''}"
-           if losses else "")
+        + (
+            f", loss {losses[0]:.4f} -> {losses[-1]:.4f}{' (falling)' if falling else ''}"
+            if losses
+            else ""
+        )
         + f" | verify: agreement {agreement} ({outcome.confirmed} confirmed, "
         f"{outcome.contradicted} contradicted, {outcome.not_exercised} not exercised)"
     )

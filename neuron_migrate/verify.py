@@ -173,7 +173,10 @@ class _Reconciler:
                 finding,
                 "contradicted",
                 observed,
-                f"predicted {finding.status}, ran {', '.join(f'{o} ({s})' for o, s in sorted(matched.items()))}",
+                "predicted "
+                + finding.status
+                + ", ran "
+                + ", ".join(f"{op} ({status})" for op, status in sorted(matched.items())),
                 ops,
             )
         observed_statuses = set(ran.values())
@@ -313,9 +316,7 @@ def verify(
     scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)
     result = runner.run(command, scan.target)
     api_map = load_api_map(scan.torch_version)
-    return reconcile(
-        scan, result.trace, cwd=Path.cwd(), module_apis=frozenset(api_map.modules)
-    )
+    return reconcile(scan, result.trace, cwd=Path.cwd(), module_apis=frozenset(api_map.modules))
 
 
 def parse_verify_fail_on(values: Iterable[str]) -> tuple[tuple[str, ...], bool]:

@@ -38,9 +38,7 @@ _SEVERITY = {
 _EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "retain_grad"})
 # APIs whose ops depend on the autograd graph built before them, not on the call: no static
 # prediction is possible (the ops are reported where the forward ops are).
-_GRAPH_DEPENDENT = frozenset(
-    {"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
-)
+_GRAPH_DEPENDENT = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 
 
 @dataclass

@@ -29,8 +29,21 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 # Kinds the walk handles before (or instead of) descending into their children.
 _SPECIAL = frozenset(
-    {ast.Import, ast.ImportFrom, ast.Lambda, ast.Global, ast.Nonlocal, ast.If, ast.ExceptHandler,
-     ast.MatchAs, ast.MatchStar, ast.MatchMapping, *_DEFINITIONS, *_COMPREHENSIONS, *_TRY}
+    {
+        ast.Import,
+        ast.ImportFrom,
+        ast.Lambda,
+        ast.Global,
+        ast.Nonlocal,
+        ast.If,
+        ast.ExceptHandler,
+        ast.MatchAs,
+        ast.MatchStar,
+        ast.MatchMapping,
+        *_DEFINITIONS,
+        *_COMPREHENSIONS,
+        *_TRY,
+    }
 )
 # Kinds the site finder inspects for XLA idioms (besides calls and `arguments`).
 _IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign})
@@ -96,9 +109,28 @@ class Resolution:
 # walk cheaper than `ast.iter_child_nodes`; `Import`, `Global` and `Nonlocal` (whose `names`
 # these are) are handled before the generic descent.
 _NOT_CHILD_FIELDS = frozenset(
-    {"ctx", "op", "ops", "id", "attr", "name", "names", "asname", "module", "level", "arg",
-     "kind", "conversion", "is_async", "simple", "rest", "kwd_attrs", "type_comment", "tag",
-     "type_ignores"}
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "name",
+        "names",
+        "asname",
+        "module",
+        "level",
+        "arg",
+        "kind",
+        "conversion",
+        "is_async",
+        "simple",
+        "rest",
+        "kwd_attrs",
+        "type_comment",
+        "tag",
+        "type_ignores",
+    }
 )
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
 
@@ -109,9 +141,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     kind = type(node)
     fields = _CHILD_FIELDS.get(kind)
     if fields is None:
-        fields = _CHILD_FIELDS[kind] = tuple(
-            f for f in kind._fields if f not in _NOT_CHILD_FIELDS
-        )
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILD_FIELDS)
     children: list[ast.AST] = []
     for name in fields:
         value = getattr(node, name, None)

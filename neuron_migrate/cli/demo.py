@@ -14,7 +14,9 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     project: str = typer.Option(
-        DEFAULT_PROJECT, "--project", "-p",
+        DEFAULT_PROJECT,
+        "--project",
+        "-p",
         help="Sample project: mlp_single, ddp_spawn, transformer_modern, mixed_status.",
     ),
     steps: int = typer.Option(5, "--steps", help="Training steps for the run stage."),
@@ -29,5 +31,7 @@ def demo(
 
     outcome = run_demo(Console(), project=project, steps=steps, target=target, keep=keep)
     expected_failure = project == "mixed_status"  # it stops on an unsupported namespace
-    ran_as_expected = (outcome.run_exit_code != 0) if expected_failure else outcome.run_exit_code == 0
+    ran_as_expected = (
+        (outcome.run_exit_code != 0) if expected_failure else outcome.run_exit_code == 0
+    )
     raise typer.Exit(0 if ran_as_expected else 1)

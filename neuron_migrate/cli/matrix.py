@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from neuron_migrate.errors import UsageError
@@ -68,7 +69,7 @@ def _styled(status: str) -> str:
 def matrix_list(fmt: str = FormatOption) -> None:
     """List the bundled matrix versions, their torch pairing and evidence."""
     _check_format(fmt)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for version in available_versions():
         m = load_matrix(version)
         rows.append(
@@ -113,7 +114,8 @@ def matrix_list(fmt: str = FormatOption) -> None:
 
 def matrix_show(
     name: str = typer.Argument(
-        ..., help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort)."
+        ...,
+        help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
     ),
     target: list[str] = typer.Option(
         [], "--target", "-t", help="Only these versions (repeatable); default: all."
@@ -154,13 +156,15 @@ def _print_report(console: Console, r: NameReport) -> None:
         console.print(f"  {r.kind_note}")
     if r.namespace is not None:
         ns = r.namespace
-        console.print(f"  namespace {ns['namespace']}: {_styled(ns['status'])} [{ns['source']}]")
+        source = escape(f"[{ns['source']}]")
+        console.print(f"  namespace {ns['namespace']}: {_styled(ns['status'])} {source}")
         if ns.get("note"):
-            console.print(f"    {ns['note']}", style="dim")
+            console.print(f"    {escape(ns['note'])}", style="dim")
     for op in r.ops:
-        console.print(f"  {op['op']}: {_styled(op['status'])} [{op['source']}]")
+        source = escape(f"[{op['source']}]")
+        console.print(f"  {op['op']}: {_styled(op['status'])} {source}")
         if op.get("note"):
-            console.print(f"    {op['note']}", style="dim")
+            console.print(f"    {escape(op['note'])}", style="dim")
     console.print()
 
 

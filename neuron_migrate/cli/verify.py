@@ -24,7 +24,9 @@ def verify_command(
     ctx: typer.Context,
     path: Path = typer.Argument(..., help="The (migrated) code to scan."),
     target: str | None = typer.Option(None, "--target", "-t", help="torch-neuronx version."),
-    output_format: str = typer.Option("terminal", "--format", "-f", help="terminal, json, markdown."),
+    output_format: str = typer.Option(
+        "terminal", "--format", "-f", help="terminal, json, markdown."
+    ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
     fail_on: list[str] = typer.Option(
         [], "--fail-on", help="As in scan, plus `contradiction`. Repeatable or comma-separated."
@@ -46,7 +48,9 @@ def verify_command(
     from neuron_migrate.verify import gate_passed, parse_verify_fail_on, verify
 
     if output_format not in FORMATS:
-        raise UsageError(f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}")
+        raise UsageError(
+            f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}"
+        )
     if not ctx.args:
         raise UsageError("verify: give the command to run after `--`, e.g. `-- python train.py`")
     scan_fail_on, on_contradiction = parse_verify_fail_on(fail_on)

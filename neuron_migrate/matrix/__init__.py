@@ -1,8 +1,8 @@
 """The versioned TorchNeuron compatibility matrix: load, validate, query, diff. No torch import.
 
-    from neuron_migrate.matrix import load_matrix
-    m = load_matrix("2.14.3.0")
-    m.op_status("aten::sort").status       # "cpu_fallback"
+from neuron_migrate.matrix import load_matrix
+m = load_matrix("2.14.3.0")
+m.op_status("aten::sort").status       # "cpu_fallback"
 """
 
 from neuron_migrate.matrix.diff import MatrixDiff, OpChange, RuleChange, diff_matrices

@@ -25,7 +25,13 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 # Autograd and tensor-construction bookkeeping, native on every backend: noise in an API's list.
 DROPPED_OPS: frozenset[str] = frozenset(
-    {"aten::detach", "aten::alias", "aten::lift_fresh", "aten::lift_fresh_copy", "aten::is_same_size"}
+    {
+        "aten::detach",
+        "aten::alias",
+        "aten::lift_fresh",
+        "aten::lift_fresh_copy",
+        "aten::is_same_size",
+    }
 )
 DROPPED_NAMESPACES: frozenset[str] = frozenset({"profiler"})
 
@@ -55,10 +61,12 @@ class StandIn(torch.Tensor):
         out.elem = elem
         return out
 
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(  # type: ignore[override]
+        cls, func: Any, types: Any, args: Any = (), kwargs: Any = None
+    ) -> Any:
         return _run(func, args, kwargs or {})
 
     def __repr__(self) -> str:  # type: ignore[override]
@@ -71,7 +79,7 @@ def to_stand_in(obj: Any) -> Any:
     def convert(x: Any) -> Any:
         if not isinstance(x, torch.Tensor) or isinstance(x, StandIn) or x.layout != torch.strided:
             return x
-        moved = StandIn(x.detach().clone(), requires_grad=x.requires_grad)
+        moved: torch.Tensor = StandIn(x.detach().clone(), requires_grad=x.requires_grad)
         if isinstance(x, torch.nn.Parameter):
             moved = torch.nn.Parameter(moved, requires_grad=x.requires_grad)
             if x.grad is not None:
@@ -184,7 +192,7 @@ class Recorder(TorchDispatchMode):
                 # Kernels that build views in C++ return plain meta tensors: run the op instead.
                 if not any(_is_bare_meta(t) for t in tree_leaves(out)):
                     return out
-            except Exception:  # noqa: BLE001, S110 - the generic kernel is only a probe
+            except Exception:
                 pass
             finally:
                 self._parents.pop()

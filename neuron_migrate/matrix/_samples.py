@@ -65,8 +65,11 @@ def function_samples() -> list[Sample]:
         _fn("torch.is_tensor", torch.is_tensor, lambda: _x(2)),
         _fn("torch.numel", torch.numel, lambda: _x(2)),
         _fn("torch.nn.utils.clip_grad_norm_", _clip, _params_with_grads),
-        _fn("torch.nn.utils.clip_grad_value_", lambda p: nn.utils.clip_grad_value_(p, 0.5),
-            _params_with_grads),
+        _fn(
+            "torch.nn.utils.clip_grad_value_",
+            lambda p: nn.utils.clip_grad_value_(p, 0.5),
+            _params_with_grads,
+        ),
     ]
 
 
@@ -191,7 +194,10 @@ def module_factories() -> dict[str, ModuleFactory]:
         "Dropout1d": _mod(lambda: nn.Dropout1d(0.5), _f(2, 4, 5)),
         "Dropout2d": _mod(lambda: nn.Dropout2d(0.5), _f(2, 4, 5, 5)),
         "MultiheadAttention": _mod(
-            lambda: nn.MultiheadAttention(8, 2, batch_first=True), _f(2, 5, 8), _f(2, 5, 8), _f(2, 5, 8)
+            lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+            _f(2, 5, 8),
+            _f(2, 5, 8),
+            _f(2, 5, 8),
         ),
         "TransformerEncoderLayer": _mod(
             lambda: nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), _f(2, 5, 8)
@@ -201,7 +207,9 @@ def module_factories() -> dict[str, ModuleFactory]:
         ),
         "TransformerEncoder": _mod(
             lambda: nn.TransformerEncoder(
-                nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1, enable_nested_tensor=False
+                nn.TransformerEncoderLayer(8, 2, 16, batch_first=True),
+                1,
+                enable_nested_tensor=False,
             ),
             _f(2, 5, 8),
         ),
@@ -225,7 +233,9 @@ def module_factories() -> dict[str, ModuleFactory]:
         "Unflatten": _mod(lambda: nn.Unflatten(1, (3, 4)), _f(2, 12)),
         "Identity": _mod(lambda: nn.Identity(), _f(2, 3)),
         "Upsample": _mod(lambda: nn.Upsample(scale_factor=2, mode="nearest"), _f(1, 2, 4, 4)),
-        "UpsamplingBilinear2d": _mod(lambda: nn.UpsamplingBilinear2d(scale_factor=2), _f(1, 2, 4, 4)),
+        "UpsamplingBilinear2d": _mod(
+            lambda: nn.UpsamplingBilinear2d(scale_factor=2), _f(1, 2, 4, 4)
+        ),
         "PixelShuffle": _mod(lambda: nn.PixelShuffle(2), _f(1, 8, 3, 3)),
         "ZeroPad2d": _mod(lambda: nn.ZeroPad2d(1), _f(1, 2, 3, 3)),
         "ConstantPad1d": _mod(lambda: nn.ConstantPad1d(1, 0.5), _f(1, 2, 3)),
@@ -235,25 +245,34 @@ def module_factories() -> dict[str, ModuleFactory]:
         "PairwiseDistance": _mod(lambda: nn.PairwiseDistance(), _f(3, 4), _f(3, 4)),
         "CrossEntropyLoss": _mod(lambda: nn.CrossEntropyLoss(), _f(4, 5), lambda: _long(5, 4)),
         "NLLLoss": _mod(
-            lambda: nn.NLLLoss(), lambda: torch.randn(4, 5).log_softmax(-1).requires_grad_(),
-            lambda: _long(5, 4)
+            lambda: nn.NLLLoss(),
+            lambda: torch.randn(4, 5).log_softmax(-1).requires_grad_(),
+            lambda: _long(5, 4),
         ),
         "MSELoss": _mod(lambda: nn.MSELoss(), _f(4, 5), lambda: torch.randn(4, 5)),
         "L1Loss": _mod(lambda: nn.L1Loss(), _f(4, 5), lambda: torch.randn(4, 5)),
         "SmoothL1Loss": _mod(lambda: nn.SmoothL1Loss(), _f(4, 5), lambda: torch.randn(4, 5)),
         "HuberLoss": _mod(lambda: nn.HuberLoss(), _f(4, 5), lambda: torch.randn(4, 5)),
         "BCELoss": _mod(lambda: nn.BCELoss(), _prob(4, 5), lambda: torch.rand(4, 5)),
-        "BCEWithLogitsLoss": _mod(lambda: nn.BCEWithLogitsLoss(), _f(4, 5), lambda: torch.rand(4, 5)),
+        "BCEWithLogitsLoss": _mod(
+            lambda: nn.BCEWithLogitsLoss(), _f(4, 5), lambda: torch.rand(4, 5)
+        ),
         "KLDivLoss": _mod(
             lambda: nn.KLDivLoss(reduction="batchmean"),
             lambda: torch.randn(4, 5).log_softmax(-1).requires_grad_(),
             lambda: torch.rand(4, 5).softmax(-1),
         ),
         "CosineEmbeddingLoss": _mod(
-            lambda: nn.CosineEmbeddingLoss(), _f(3, 4), _f(3, 4), lambda: torch.tensor([1.0, -1.0, 1.0])
+            lambda: nn.CosineEmbeddingLoss(),
+            _f(3, 4),
+            _f(3, 4),
+            lambda: torch.tensor([1.0, -1.0, 1.0]),
         ),
         "MarginRankingLoss": _mod(
-            lambda: nn.MarginRankingLoss(), _f(4), _f(4), lambda: torch.tensor([1.0, -1.0, 1.0, 1.0])
+            lambda: nn.MarginRankingLoss(),
+            _f(4),
+            _f(4),
+            lambda: torch.tensor([1.0, -1.0, 1.0, 1.0]),
         ),
         "TripletMarginLoss": _mod(lambda: nn.TripletMarginLoss(), _f(3, 4), _f(3, 4), _f(3, 4)),
         "CTCLoss": _mod(
@@ -265,11 +284,26 @@ def module_factories() -> dict[str, ModuleFactory]:
         ),
     }
     activations = {
-        "ReLU": nn.ReLU, "ReLU6": nn.ReLU6, "GELU": nn.GELU, "SiLU": nn.SiLU, "Tanh": nn.Tanh,
-        "Sigmoid": nn.Sigmoid, "LeakyReLU": nn.LeakyReLU, "ELU": nn.ELU, "Hardtanh": nn.Hardtanh,
-        "Mish": nn.Mish, "Softplus": nn.Softplus, "PReLU": nn.PReLU, "Hardswish": nn.Hardswish,
-        "Hardsigmoid": nn.Hardsigmoid, "Softsign": nn.Softsign, "LogSigmoid": nn.LogSigmoid,
-        "Tanhshrink": nn.Tanhshrink, "CELU": nn.CELU, "SELU": nn.SELU, "GLU": nn.GLU,
+        "ReLU": nn.ReLU,
+        "ReLU6": nn.ReLU6,
+        "GELU": nn.GELU,
+        "SiLU": nn.SiLU,
+        "Tanh": nn.Tanh,
+        "Sigmoid": nn.Sigmoid,
+        "LeakyReLU": nn.LeakyReLU,
+        "ELU": nn.ELU,
+        "Hardtanh": nn.Hardtanh,
+        "Mish": nn.Mish,
+        "Softplus": nn.Softplus,
+        "PReLU": nn.PReLU,
+        "Hardswish": nn.Hardswish,
+        "Hardsigmoid": nn.Hardsigmoid,
+        "Softsign": nn.Softsign,
+        "LogSigmoid": nn.LogSigmoid,
+        "Tanhshrink": nn.Tanhshrink,
+        "CELU": nn.CELU,
+        "SELU": nn.SELU,
+        "GLU": nn.GLU,
     }
     for name, cls in activations.items():
         m[name] = _mod(cls, _f(4, 6))
@@ -313,14 +347,23 @@ def distributed_samples() -> list[Sample]:
         _fn("torch.distributed.all_reduce", dist.all_reduce, x),
         _fn("torch.distributed.broadcast", lambda t: dist.broadcast(t, 0), x),
         _fn("torch.distributed.all_gather", lambda t: dist.all_gather([torch.empty(4)], t), x),
-        _fn("torch.distributed.all_gather_into_tensor",
-            lambda t: dist.all_gather_into_tensor(torch.empty(4), t), x),
-        _fn("torch.distributed.reduce_scatter_tensor",
-            lambda t: dist.reduce_scatter_tensor(torch.empty(4), t), x),
+        _fn(
+            "torch.distributed.all_gather_into_tensor",
+            lambda t: dist.all_gather_into_tensor(torch.empty(4), t),
+            x,
+        ),
+        _fn(
+            "torch.distributed.reduce_scatter_tensor",
+            lambda t: dist.reduce_scatter_tensor(torch.empty(4), t),
+            x,
+        ),
         _fn("torch.distributed.reduce", lambda t: dist.reduce(t, 0), x),
         _fn("torch.distributed.gather", lambda t: dist.gather(t, [torch.empty(4)], 0), x),
         _fn("torch.distributed.scatter", lambda t: dist.scatter(t, [torch.randn(4)], 0), x),
-        _fn("torch.distributed.all_to_all_single",
-            lambda t: dist.all_to_all_single(torch.empty(4), t), x),
+        _fn(
+            "torch.distributed.all_to_all_single",
+            lambda t: dist.all_to_all_single(torch.empty(4), t),
+            x,
+        ),
         _fn("torch.distributed.barrier", lambda _: dist.barrier()),
     ]

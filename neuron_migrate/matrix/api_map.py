@@ -1,9 +1,9 @@
 """The generated API->aten map (``compat_matrix/api_map/torch-<minor>.yaml``). No torch import.
 
-    amap = load_api_map("2.13")
-    amap.aten_for("torch.sort")                    # ("aten::sort",)
-    amap.aten_for("torch.nn.Linear")               # forward then backward ops
-    amap.aten_for_tensor_method("sort")            # ("aten::sort",)
+amap = load_api_map("2.13")
+amap.aten_for("torch.sort")                    # ("aten::sort",)
+amap.aten_for("torch.nn.Linear")               # forward then backward ops
+amap.aten_for_tensor_method("sort")            # ("aten::sort",)
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _parse(path: Path) -> ApiMap:
 
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError) as exc:
         raise fail("<file>", f"cannot read: {exc}") from None
     if not isinstance(data, dict):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import functools
 import inspect
 import itertools
 import os
@@ -84,8 +85,9 @@ class Builder:
         current.extend(op for op in ops if op not in current)
         self.failed.pop(key if table is not self.methods else f"Tensor.{key}", None)
 
-    def _try(self, table: dict[str, list[str]], key: str, call: Callable[[Any], Any],
-             inputs: Any) -> bool:
+    def _try(
+        self, table: dict[str, list[str]], key: str, call: Callable[[Any], Any], inputs: Any
+    ) -> bool:
         """Trace ``call(inputs)`` on the stand-in device; if that fails, on plain CPU tensors."""
         from neuron_migrate.matrix._recorder import to_stand_in
 
@@ -95,8 +97,8 @@ class Builder:
         for on_device in (True, False):
             args = to_stand_in(inputs) if on_device else _clone(inputs)
             try:
-                ops, _ = self._record(lambda a=args: call(a))
-            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+                ops, _ = self._record(functools.partial(call, args))
+            except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
                 continue
             self._merge(table, key, ops)
@@ -112,7 +114,7 @@ class Builder:
     def opinfo(self) -> None:
         try:
             from torch.testing._internal.common_methods_invocations import op_db
-        except Exception as exc:  # noqa: BLE001 - numpy/expecttest missing: curated samples only
+        except Exception as exc:
             print(f"OpInfo samples skipped: {exc}", file=sys.stderr)
             return
         import torch
@@ -134,7 +136,7 @@ class Builder:
                             self.samples_per_op,
                         )
                     )
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 for q in qualnames:
                     self.failed.setdefault(q, f"samples: {type(exc).__name__}")
                 continue
@@ -173,7 +175,7 @@ class Builder:
         for on_device in (True, False):
             try:
                 fwd, bwd = self._module_ops(factory, on_device, need_forward="forward" not in found)
-            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+            except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
                 continue
             if fwd is not None and "forward" not in found:
@@ -228,7 +230,7 @@ class Builder:
             try:
                 opt = make(to_stand_in if on_device else _clone)
                 ops, _ = self._record(opt.step)
-            except Exception as exc:  # noqa: BLE001 - a failed sample is recorded, not fatal
+            except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
                 continue
             self.apis[name] = self.apis[f"{name}.step"] = ops
@@ -246,7 +248,7 @@ class Builder:
             try:
                 store = dist.FileStore(os.path.join(tmp, "store"), 1)
                 dist.init_process_group("gloo", store=store, rank=0, world_size=1)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.failed["torch.distributed"] = f"init: {type(exc).__name__}: {exc}"
                 return
             try:
@@ -285,7 +287,7 @@ def _needs_grad(t: Any) -> bool:
 
 
 def _opinfo_qualnames(name: str) -> list[str]:
-    """OpInfo names -> public qualified names: ``nn.functional.gelu`` -> torch.nn.functional.gelu."""
+    """OpInfo name -> qualified names (``nn.functional.gelu`` -> torch.nn.functional.gelu)."""
     import torch
 
     if name.startswith("_") or name in ("H", "T", "mH", "mT"):
@@ -303,7 +305,7 @@ def _opinfo_qualnames(name: str) -> list[str]:
 
 def public_surface() -> dict[str, set[str]]:
     import torch
-    import torch.nn.functional as F  # noqa: N812
+    import torch.nn.functional as F
 
     def functions(module: Any, prefix: str) -> set[str]:
         names = getattr(module, "__all__", None) or dir(module)
@@ -322,8 +324,16 @@ def public_surface() -> dict[str, set[str]]:
         if not n.startswith("_")
         and inspect.isclass(getattr(torch.nn, n))
         and issubclass(getattr(torch.nn, n), torch.nn.Module)
-        and n not in ("Module", "ModuleList", "ModuleDict", "Sequential", "ParameterList",
-                      "ParameterDict", "Container")
+        and n
+        not in (
+            "Module",
+            "ModuleList",
+            "ModuleDict",
+            "Sequential",
+            "ParameterList",
+            "ParameterDict",
+            "Container",
+        )
     }
     return {
         "torch": functions(torch, "torch"),
@@ -360,8 +370,10 @@ def render(builder: Builder, torch_version: str, argv: list[str], for_minor: str
     surface = public_surface()
     mapped = set(builder.apis) | set(builder.modules) | {f"Tensor.{m}" for m in builder.methods}
     considered = set().union(*surface.values()) | mapped
-    by_ns = {ns: {"mapped": len(names & mapped), "considered": len(names)}
-             for ns, names in surface.items()}
+    by_ns = {
+        ns: {"mapped": len(names & mapped), "considered": len(names)}
+        for ns, names in surface.items()
+    }
     minor = for_minor or ".".join(torch_version.split(".")[:2])
     command = " ".join([COMMAND, *argv])
     header = [
@@ -370,8 +382,9 @@ def render(builder: Builder, torch_version: str, argv: list[str], for_minor: str
     ]
     if not torch_version.startswith(minor + "."):
         header += [
-            f"# NOT TRACED WITH TORCH {minor}: generated with torch {torch_version} (the only torch",
-            f"# available) and assumed to hold for torch {minor}. Regenerate under torch {minor}.",
+            f"# NOT TRACED WITH TORCH {minor}: generated with torch {torch_version}",
+            f"# (the only torch available) and assumed to hold for torch {minor}.",
+            f"# Regenerate under torch {minor}.",
         ]
     header += [
         f"# GENERATED by `{command}` on {_dt.date.today().isoformat()} "
@@ -394,8 +407,10 @@ def render(builder: Builder, torch_version: str, argv: list[str], for_minor: str
     }
     parts = ["\n".join(header), yaml.safe_dump(data, sort_keys=False, width=100).rstrip()]
     parts.append("# Functions (forward ops only).\n" + _table("apis", builder.apis))
-    modules = ["# nn modules: forward, then backward (gradients of parameters and inputs).",
-               "modules:"]
+    modules = [
+        "# nn modules: forward, then backward (gradients of parameters and inputs).",
+        "modules:",
+    ]
     for name in sorted(builder.modules):
         entry = builder.modules[name]
         modules.append(f"  {name}:")

@@ -10,7 +10,7 @@ from neuron_migrate.matrix.model import Matrix
 
 @dataclass(frozen=True)
 class OpChange:
-    """An op whose effective status differs (``a_status`` is what version a says, even if unlisted)."""
+    """An op whose effective status differs; ``a_status`` is a's answer even when unlisted."""
 
     op: str
     a_status: str
@@ -77,12 +77,16 @@ def _rule_changes(a: Matrix, b: Matrix) -> list[RuleChange]:
     compare("torch", {"torch": a.torch_version}, {"torch": b.torch_version})
     compare("default", {"status": a.default.status}, {"status": b.default.status})
     compare("dtypes", _rules_of(a.dtypes, "dtype"), _rules_of(b.dtypes, "dtype"))
-    compare("namespaces", _rules_of(a.namespaces, "namespace"), _rules_of(b.namespaces, "namespace"))
+    compare(
+        "namespaces", _rules_of(a.namespaces, "namespace"), _rules_of(b.namespaces, "namespace")
+    )
     compare(
         "memory_formats", _rules_of(a.memory_formats, "name"), _rules_of(b.memory_formats, "name")
     )
     compare("compile", _fields(a.compile), _fields(b.compile))
-    compare("evidence", _rules_of(a.evidence.values(), "key"), _rules_of(b.evidence.values(), "key"))
+    compare(
+        "evidence", _rules_of(a.evidence.values(), "key"), _rules_of(b.evidence.values(), "key")
+    )
     return out
 
 

@@ -73,12 +73,14 @@ _KEYS = (
 
 def read_torch_ops() -> tuple[str, TorchOps]:
     import torch
-    import torch.distributed  # noqa: F401  (registers the c10d ops)
+    import torch.distributed
 
     c = torch._C
     names = {n for n in c._dispatch_get_all_op_names() if n.split("::")[0] in ("aten", "c10d")}
     names |= {n for n in c._dispatch_get_all_op_names() if n.startswith("_c10d_functional::")}
-    kernels = {n: {k for k in _KEYS if c._dispatch_has_kernel_for_dispatch_key(n, k)} for n in names}
+    kernels = {
+        n: {k for k in _KEYS if c._dispatch_has_kernel_for_dispatch_key(n, k)} for n in names
+    }
     views = set()
     for n in names:
         base, _, overload = n.partition(".")
@@ -86,7 +88,9 @@ def read_torch_ops() -> tuple[str, TorchOps]:
             schema = c._get_schema(base, overload)
         except RuntimeError:
             continue
-        aliased = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+        aliased = any(
+            r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
+        )
         if aliased and not schema.is_mutable:
             views.add(n)
     return torch.__version__.split("+")[0], TorchOps(names, kernels, views)
@@ -215,15 +219,17 @@ class Classifier:
                 and op not in self.primary
                 and (_named(op, words) or self._only_under(op, keys) or _base(op) in names)
             }
-            self.add(Group(f"{family} tensor ops", "unsupported", spec["source"], spec["note"], ops))
+            self.add(
+                Group(f"{family} tensor ops", "unsupported", spec["source"], spec["note"], ops)
+            )
 
     def _fft_ops(self, spec: dict[str, Any]) -> list[str]:
         kernels = [n for n in self.t.names if n.partition(".")[0] in spec["kernels"]]
         transforms = [
             n
             for n in self.t.names
-            if n.startswith("aten::fft_") and n.partition(".")[0][len("aten::fft_") :]
-            in spec["transforms"]
+            if n.startswith("aten::fft_")
+            and n.partition(".")[0][len("aten::fft_") :] in spec["transforms"]
         ]
         return sorted(set(kernels) | set(transforms))
 
@@ -258,7 +264,7 @@ class Classifier:
         )
 
     def composite_reach(self, calls: dict[str, list[str]]) -> None:
-        """Ops whose only kernel for the device is torch's generic one: the worst of what it calls."""
+        """Ops whose only device kernel is torch's generic one get the worst of what it calls."""
         memo: dict[str, tuple[str, tuple[str, ...]]] = {}
 
         def reach(op: str, stack: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -278,8 +284,9 @@ class Classifier:
 
         groups = {
             s: Group(
-                f"device-agnostic kernels that reach {s} ops" if s != "native" else
-                "device-agnostic kernels that reach only native ops",
+                f"device-agnostic kernels that reach {s} ops"
+                if s != "native"
+                else "device-agnostic kernels that reach only native ops",
                 s,
                 "torch-composite-reach",
                 "torch's generic kernel (CompositeExplicitAutograd, or a CompositeImplicitAutograd "
@@ -316,19 +323,20 @@ class Classifier:
         base_group = {
             name for name, (_, group) in self.primary.items() if group.endswith("by base name")
         }
-        registered_groups = {g.name for g in self.groups if g.source.startswith("dev-snapshot")}
+        native_groups = {g.name for g in self.groups if g.status == "native"}
         group = Group(
             "unregistered overloads of listed ops",
             "cpu_fallback",
             "generic-cpu-fallback",
-            "Only another overload of the same name has a device kernel; this one takes the "
-            "generic CPU fallback.",
+            "Another overload of the same name is native; this one has its own CPU kernel and "
+            "no device kernel in the evidence, so it takes the generic CPU fallback.",
         )
         for op in sorted(self.t.names):
             base, dot, _ = op.partition(".")
             if not dot or op in self.primary or base not in self.primary or base in base_group:
                 continue
-            if self.primary[base][1] not in registered_groups:
+            # Only overloads a backend must implement itself: not decomposed, not generic.
+            if self.primary[base][1] not in native_groups or not self.t.has(op, "CPU"):
                 continue
             if self.primary[base][0] != "cpu_fallback":
                 group.ops[op] = f"{base} is {self.primary[base][0]}"
@@ -336,7 +344,17 @@ class Classifier:
 
 
 SPARSE = ("SparseCPU", "SparseCsrCPU")
-SPARSE_WORDS = ("sparse", "coalesce", "_indices", "_values", "crow_", "ccol_", "_nnz", "_dimI", "_dimV")
+SPARSE_WORDS = (
+    "sparse",
+    "coalesce",
+    "_indices",
+    "_values",
+    "crow_",
+    "ccol_",
+    "_nnz",
+    "_dimI",
+    "_dimV",
+)
 SPARSE_NAMES = {"aten::indices", "aten::values", "aten::row_indices", "aten::col_indices"}
 
 

@@ -109,7 +109,7 @@ def _load_file(path: Path, expected_version: str | None) -> Matrix:
         raise DataFileError(shown, "<file>", f"cannot read: {exc.strerror or exc}") from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "<yaml>"
@@ -278,7 +278,9 @@ class _Parser:
             body = self.mapping(item, field)
             runs_as = body.get("runs_as")
             if runs_as is not None and not isinstance(runs_as, str):
-                raise self.fail(_f(field, "runs_as"), f"expected a dtype name, got {_kind(runs_as)}")
+                raise self.fail(
+                    _f(field, "runs_as"), f"expected a dtype name, got {_kind(runs_as)}"
+                )
             rules.append(
                 DtypeRule(
                     dtype=self.text(body, "dtype", field),

@@ -137,7 +137,7 @@ class Matrix:
             entry = self.ops.get(base)
             if entry is not None:
                 note = f"no entry for this overload; status of {base}"
-                return OpVerdict(name, entry.status, entry.source, _join(note, entry.note))
+                return OpVerdict(name, entry.status, entry.source, note)
         else:
             listed = self._by_base.get(base, ())
             statuses = {self.ops[o].status for o in listed}
@@ -217,6 +217,3 @@ def _member(qualname: str, rule: NamespaceRule) -> str | None:
             return qualname[len(prefix) + 1 :].split(".")[0]
     return None
 
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)

@@ -43,20 +43,28 @@ def api_candidates(name: str) -> list[str]:
     if name.startswith("nn."):
         return [f"torch.nn.{name[3:]}"]
     if name.startswith("torch.Tensor."):
-        return [f"Tensor.{name[len('torch.Tensor.'):]}"]
+        return [f"Tensor.{name[len('torch.Tensor.') :]}"]
     if "." not in name:
         return [f"torch.{name}", f"Tensor.{name}"]
     return [name]
 
 
 def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameReport:
-    base = {"name": name, "version": matrix.version, "torch_version": matrix.torch_version}
+    base: dict[str, Any] = {
+        "name": name,
+        "version": matrix.version,
+        "torch_version": matrix.torch_version,
+    }
     if is_op_name(name):
         verdict = matrix.op_status(name)
         listed = matrix.is_listed(verdict.op)
         note = "listed in the matrix" if listed else "not listed exactly"
-        op = {"op": verdict.op, "status": verdict.status, "source": verdict.source,
-              "note": verdict.note}
+        op = {
+            "op": verdict.op,
+            "status": verdict.status,
+            "source": verdict.source,
+            "note": verdict.note,
+        }
         return NameReport(**base, kind="op", status=verdict.status, kind_note=note, ops=[op])
     for qualname in api_candidates(name):
         ns = matrix.namespace_status(qualname)

@@ -56,12 +56,12 @@ def _guard_distributions(refuser: _Refuser) -> None:
     if not refuser.unsupported("torch.distributions.Distribution"):
         return
 
-    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
         if _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
             raise refuser.refuse(f"torch.distributions.{cls.__name__}")
         return object.__new__(cls)
 
-    Distribution.__new__ = __new__  # type: ignore[method-assign,assignment]
+    Distribution.__new__ = __new__  # type: ignore[method-assign]
 
 
 def _guard_func(refuser: _Refuser) -> None:

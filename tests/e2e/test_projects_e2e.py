@@ -123,12 +123,16 @@ def test_ddp_spawn_two_processes(tmp_path: Path) -> None:
 
 def test_transformer_modern(tmp_path: Path) -> None:
     tree, before, summary = _migrate(tmp_path, "transformer_modern")
-    assert {"torch_xla.device", "torch_xla.sync", "torch_xla.launch",
-            "openxla-compile-backend:openxla"} <= {f.api for f in before.findings}
+    assert {
+        "torch_xla.device",
+        "torch_xla.sync",
+        "torch_xla.launch",
+        "openxla-compile-backend:openxla",
+    } <= {f.api for f in before.findings}
     assert summary.marked == 1  # xm.optimizer_step without DDP: left for a person
     _resolve_optimizer_step_marker(tree)
     _no_torch_xla_left(tree)
-    result, migrated, report, losses = _run_and_verify(
+    result, _, report, losses = _run_and_verify(
         tree, ["python", "train.py", "--steps", "4", "--log-every", "1"]
     )
     assert result.exit_code == 0, result.output
@@ -142,9 +146,7 @@ def test_mixed_status_stops_where_the_scan_said(tmp_path: Path) -> None:
     statuses = {f.status for f in before.findings}
     assert {"native", "cpu_fallback", "unsupported", "float64", "xla"} <= statuses
     unsupported = [f for f in before.findings if f.status == "unsupported"]
-    assert [(f.path, f.api) for f in unsupported] == [
-        ("losses.py", "torch.distributions.Normal")
-    ]
+    assert [(f.path, f.api) for f in unsupported] == [("losses.py", "torch.distributions.Normal")]
     result, _, report, _ = _run_and_verify(
         tree, ["python", "train.py", "--steps", "3", "--log-every", "1"]
     )

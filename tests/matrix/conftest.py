@@ -44,10 +44,19 @@ VALID: dict[str, Any] = {
         "source": "snap",
     },
     "ops": [
-        {"group": "reg", "status": "native", "source": "snap", "ops": ["aten::add.Tensor", "aten::eq"]},
+        {
+            "group": "reg",
+            "status": "native",
+            "source": "snap",
+            "ops": ["aten::add.Tensor", "aten::eq"],
+        },
         {"group": "fb", "status": "cpu_fallback", "source": "snap", "ops": ["aten::linalg_qr"]},
-        {"group": "no", "status": "unsupported", "source": "brief",
-         "ops": [{"op": "aten::_fft_r2c", "note": "complex"}]},
+        {
+            "group": "no",
+            "status": "unsupported",
+            "source": "brief",
+            "ops": [{"op": "aten::_fft_r2c", "note": "complex"}],
+        },
     ],
 }
 

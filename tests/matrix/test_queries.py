@@ -37,7 +37,11 @@ def test_default_overload_spelling(m):
 
 def test_dtype_rules(m):
     rule = m.dtype_rule("torch.double")
-    assert rule is not None and (rule.dtype, rule.runs_as, rule.warn) == ("float64", "float32", True)
+    assert rule is not None and (rule.dtype, rule.runs_as, rule.warn) == (
+        "float64",
+        "float32",
+        True,
+    )
     assert m.dtype_rule("float16") is None
 
 

@@ -1,0 +1,69 @@
+"""The benchmark runs end to end on a tiny corpus and prints its table (no timing asserted)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def test_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import gen_monorepo
+    finally:
+        sys.path.remove(str(BENCH))
+    first, second = tmp_path / "one", tmp_path / "two"
+    counts = gen_monorepo.generate(first, 60, seed=3)
+    gen_monorepo.generate(second, 60, seed=3)
+    files = sorted(p.relative_to(first) for p in first.rglob("*.py"))
+    assert len(files) >= 60 and counts["filler"] > 0
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*.py"))
+    for rel in files:
+        text = (first / rel).read_text(encoding="utf-8")
+        assert text == (second / rel).read_text(encoding="utf-8")
+        ast.parse(text)  # every generated file is valid Python
+    assert any("torch_xla" in (first / rel).read_text() for rel in files)
+
+
+def test_bench_prints_the_table(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "scan_bench.py"),
+            "--corpora",
+            "b",
+            "--files",
+            "24",
+            "--runs",
+            "1",
+            "--jobs",
+            "2",
+            "--skip",
+            "torchfix,libcst",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for label in (
+        "ast.parse only",
+        "scan cold (fresh cache)",
+        "scan warm (unchanged)",
+        "scan warm, 1 file changed",
+        "TorchFix 0.7",
+        "rewrite (no --apply)",
+        "cold scan / ast.parse only",
+        "warm / cold",
+        "peak MB per worker",
+    ):
+        assert label in out, label
+    assert "failed" not in out, out
+    assert "scan JSON ok" in done.stderr, done.stderr
