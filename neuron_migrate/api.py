@@ -15,6 +15,7 @@ from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
 from neuron_migrate.findings import FileError, FileResult, Finding
 from neuron_migrate.matrix import load_matrix, resolve_version
+from neuron_migrate.matrix.api_map import load_api_map
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.suppressions import (
     MARKER,
@@ -41,6 +42,8 @@ class ScanReport:
     elapsed_s: float = 0.0
     fail_on: frozenset[str] = frozenset()
     files_done: int = 0
+    # How much of torch's public API the API->aten map covers: (mapped, considered).
+    api_map_coverage: tuple[int, int] = (0, 0)
     base: str = "."  # the folder report paths are relative to, as given
     suppressed: list[SuppressedFinding] = field(default_factory=list)
     unused_suppressions: list[Suppression] = field(default_factory=list)
@@ -116,6 +119,7 @@ def scan(
         shard=shard,
         changed_since=changed_since,
         config_path=str(config.path) if config.path is not None else None,
+        api_map_coverage=load_api_map(matrix.torch_version).coverage(),
     )
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]

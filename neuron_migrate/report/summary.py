@@ -44,6 +44,10 @@ def summarize(report: ScanReport) -> dict[str, Any]:
         "torch_xla_uses": sum(1 for f in report.findings if f.status == "xla"),
         "fixable": sum(1 for f in report.findings if f.fixable),
         "unmapped_apis": dict(report.unmapped_apis.most_common()),
+        "api_map_coverage": {
+            "mapped": report.api_map_coverage[0],
+            "public_apis": report.api_map_coverage[1],
+        },
         "suppressed": {"ignore": kinds.get("ignore", 0), "fixme": kinds.get("fixme", 0)},
         "unused_suppressions": len(report.unused_suppressions),
         "baseline": baseline_summary(report),

@@ -32,6 +32,14 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         f"{files['analyzed']} files analyzed, {files['skipped_by_prefilter']} skipped by "
         f"prefilter, {files['from_cache']} from cache, {files['errors']} errors"
     )
+    mapped, considered = report.api_map_coverage
+    unmapped = sum(report.unmapped_apis.values())
+    if considered:
+        console.print(
+            f"[dim]API→aten map: {mapped} of {considered} public torch APIs mapped"
+            + (f"; {unmapped} calls to unmapped torch APIs not classified" if unmapped else "")
+            + "[/]"
+        )
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("status")
     table.add_column("findings", justify="right")
