@@ -216,4 +216,3 @@ def _member(qualname: str, rule: NamespaceRule) -> str | None:
         if qualname.startswith(prefix + "."):
             return qualname[len(prefix) + 1 :].split(".")[0]
     return None
-
