@@ -64,6 +64,7 @@ def report_from_dict(data: dict[str, Any]) -> ScanReport:
         errors=[FileError(**e) for e in data["errors"]],
         skipped=list(data.get("skipped", [])),
         unmapped_apis=Counter(summary.get("unmapped_apis", {})),
+        api_map_coverage=_coverage(summary),
         files_total=files["total"],
         files_analyzed=files["analyzed"],
         files_prefiltered=files["skipped_by_prefilter"],
@@ -134,6 +135,7 @@ def merge_reports(reports: list[ScanReport], fail_on: tuple[str, ...] = ()) -> S
         base=first.base,
         changed_since=first.changed_since,
         config_path=first.config_path,
+        api_map_coverage=first.api_map_coverage,
     )
     prints: set[str] = set()
     for report in reports:
@@ -174,3 +176,8 @@ def _check_shards(reports: list[ScanReport]) -> None:
     missing = sorted(set(range(1, count + 1)) - set(seen))
     if missing:
         raise UsageError(f"report merge: shard {missing[0]}/{count} is missing")
+
+
+def _coverage(summary: dict[str, Any]) -> tuple[int, int]:
+    coverage = summary.get("api_map_coverage") or {}
+    return (int(coverage.get("mapped", 0)), int(coverage.get("public_apis", 0)))

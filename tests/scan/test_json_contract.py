@@ -35,7 +35,8 @@ TOP_KEYS = {
 }  # fmt: skip
 SUMMARY_KEYS = {
     "files", "findings", "by_status", "by_category", "by_code", "torch_xla_uses", "fixable",
-    "unmapped_apis", "suppressed", "unused_suppressions", "baseline", "gate", "elapsed_s",
+    "unmapped_apis", "api_map_coverage", "suppressed", "unused_suppressions", "baseline",
+    "gate", "elapsed_s",
 }  # fmt: skip
 SOURCE = """import torch
 import torch_xla.core.xla_model as xm
