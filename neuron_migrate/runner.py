@@ -41,11 +41,16 @@ class RunResult:
 
 
 def run(
-    command: Sequence[str], target: str | None = None, *, capture_output: bool = False
+    command: Sequence[str],
+    target: str | None = None,
+    *,
+    capture_output: bool = False,
+    stdout_to_stderr: bool = False,
 ) -> RunResult:
     """Run `command` under the simulated device for `target` (None: newest matrix).
 
-    With `capture_output`, the command's stdout is returned instead of shown (stderr is shown).
+    With `capture_output`, the command's stdout is returned instead of shown (stderr is shown);
+    with `stdout_to_stderr`, it is shown on stderr, leaving stdout to a report.
     """
     from neuron_migrate.matrix import load_matrix
 
@@ -54,7 +59,7 @@ def run(
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-run-") as trace_dir:
         env[TRACE_DIR_ENV] = trace_dir
-        exit_code, output = _execute(argv, env, capture_output)
+        exit_code, output = _execute(argv, env, capture_output, stdout_to_stderr)
         process_traces = read_process_traces(Path(trace_dir))
     trace = merge_traces(
         process_traces,
@@ -96,11 +101,17 @@ def resolve_argv(command: Sequence[str], path: str) -> list[str]:
     return [found, *rest]
 
 
-def _execute(argv: list[str], env: dict[str, str], capture_output: bool) -> tuple[int, str]:
+def _execute(
+    argv: list[str], env: dict[str, str], capture_output: bool, stdout_to_stderr: bool
+) -> tuple[int, str]:
     """Run to completion with inherited stdio; a Ctrl-C reaches the child, and we wait for it."""
-    process = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE if capture_output else None, text=capture_output
-    )
+    stdout: int | None = None
+    if capture_output:
+        stdout = subprocess.PIPE
+    elif stdout_to_stderr:
+        sys.stderr.flush()
+        stdout = sys.stderr.fileno()
+    process = subprocess.Popen(argv, env=env, stdout=stdout, text=capture_output)
     output = ""
     while True:
         try:

@@ -146,7 +146,7 @@ class _Reconciler:
         if self.root.is_file():
             self.root = self.root.parent
         self.index = _RunIndex.build(trace, cwd)
-        self.module_apis: set[str] = set()
+        self.predicted: dict[Location, set[str]] = defaultdict(set)  # base ops per line
 
     def where(self, finding: Finding) -> Location:
         return (str((self.root / finding.path).resolve()), finding.line)
@@ -179,6 +179,18 @@ class _Reconciler:
                 + ", ".join(f"{op} ({status})" for op, status in sorted(matched.items())),
                 ops,
             )
+        # Ops of this line that no finding on it predicts: the candidates for this API's
+        # decomposition. If there are none, the line's device ops belong to its other calls.
+        explained = self.predicted.get(self.where(finding), set())
+        ran = {op: status for op, status in ran.items() if _base(op) not in explained}
+        if not ran:
+            return Reconciled(
+                finding,
+                "not_exercised",
+                None,
+                "its ops did not run on the device here (the line's device ops belong to its "
+                "other calls)",
+            )
         observed_statuses = set(ran.values())
         ops = tuple(sorted(ran))
         if finding.status in observed_statuses:
@@ -202,6 +214,8 @@ class _Reconciler:
     def module(self, finding: Finding) -> Reconciled:
         # A module's ops run where the module is called, often in another file: match them
         # against the whole run.
+        # Other code runs the same common ops, so only the ops that give the finding its status
+        # (its fallback or unsupported ops) can confirm it.
         ran = {
             base: self.index.ops_anywhere[base]
             for base in {_base(op) for op in finding.aten}
@@ -209,11 +223,22 @@ class _Reconciler:
         }
         if not ran:
             return Reconciled(finding, "not_exercised", None, "none of its ops ran")
-        observed = _worst(ran.values())
-        ops = tuple(sorted(ran))
-        verdict = "confirmed" if observed == finding.status else "contradicted"
-        reason = f"its ops ran during the run, where it was used ({observed}): {', '.join(ops)}"
-        return Reconciled(finding, verdict, observed, reason, ops)
+        decisive = (
+            ran
+            if finding.status == "native"
+            else {op: status for op, status in ran.items() if status == finding.status}
+        )
+        if not decisive:
+            return Reconciled(
+                finding,
+                "not_exercised",
+                None,
+                f"its {finding.status} ops did not run (only {', '.join(sorted(ran))}, which "
+                "other code runs too)",
+            )
+        ops = tuple(sorted(decisive))
+        reason = f"its ops ran where it was used ({finding.status}): {', '.join(ops)}"
+        return Reconciled(finding, "confirmed", finding.status, reason, ops)
 
     def dtype(self, finding: Finding) -> Reconciled:
         where = self.where(finding)
@@ -280,20 +305,22 @@ def reconcile(
     """Reconcile a scan of the code that ran with the run's trace."""
     reconciler = _Reconciler(scan, trace, cwd)
     report = VerifyReport(scan=scan, trace=trace)
-    predicted: dict[Location, set[str]] = defaultdict(set)
-    predicted_anywhere: set[str] = set()
+    verifiable = []
     for finding in sorted(scan.findings, key=lambda f: (f.path, f.line, f.col)):
         if finding.category not in VERIFIABLE_CATEGORIES or finding.status == "advice":
             report.not_verifiable.append(finding)
             continue
+        verifiable.append(finding)
+        bases = {_base(op) for op in finding.aten} | {finding.api}
+        reconciler.predicted[reconciler.where(finding)].update(bases)
+    predicted_anywhere: set[str] = set()
+    for finding in verifiable:
         later = runs_later(finding.api, module_apis)
         item = reconciler.reconcile(finding, later)
         report.items.append(item)
-        bases = {_base(op) for op in finding.aten} | {finding.api}
-        predicted[reconciler.where(finding)].update(bases)
         if later and item.verdict != "not_exercised":
-            predicted_anywhere.update(bases)
-    report.unpredicted = reconciler.unpredicted(predicted, predicted_anywhere)
+            predicted_anywhere.update(_base(op) for op in finding.aten)
+    report.unpredicted = reconciler.unpredicted(reconciler.predicted, predicted_anywhere)
     return report
 
 
@@ -314,7 +341,7 @@ def verify(
 
     scan_fail_on = tuple(v for v in fail_on if v != "contradiction")
     scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)
-    result = runner.run(command, scan.target)
+    result = runner.run(command, scan.target, stdout_to_stderr=True)
     api_map = load_api_map(scan.torch_version)
     return reconcile(scan, result.trace, cwd=Path.cwd(), module_apis=frozenset(api_map.modules))
 

@@ -1,7 +1,9 @@
 """`torch.compile(backend="neuron")`: static shapes, whole-graph lowering, every compile counted.
 
 The backend hands the graph to AOTAutograd, which looks through `NeuronTensor` (a traceable
-subclass) and produces plain CPU aten graphs for forward and backward. Each graph is checked
+subclass) and produces plain CPU aten graphs for forward and backward. While it traces, calls
+that create neuron tensors from nothing (`torch.arange(n, device=x.device)`) build the CPU
+payload and wrap it, as eager `dispatch` does (`_NeuronFactoriesOnHost`). Each graph is checked
 against the matrix: an op that is not native cannot be lowered, and the compile fails naming
 the op and the user's source line, as TorchNeuron does by default. Accepted graphs run on CPU.
 
@@ -20,6 +22,7 @@ from neuron_sim.errors import NeuronCompileError
 from neuron_sim.policy import NATIVE, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
 from neuron_sim.source import _is_user_file
+from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
 
 BACKEND_NAME = "neuron"
 # Benchmarks that measure overhead (not verdicts) may turn the graph check off; the refused
@@ -27,6 +30,7 @@ BACKEND_NAME = "neuron"
 refuse_non_native_ops = True
 _policy: OpPolicy | None = None
 _seen_frames: set[int] = set()
+_CPU = torch.device("cpu")
 _FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -102,6 +106,73 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
     return count
 
 
+def _is_neuron_device(value: Any) -> bool:
+    if isinstance(value, torch.device):
+        return value.type == "neuron"
+    return isinstance(value, str) and (value == "neuron" or value.startswith("neuron:"))
+
+
+def _to_host(value: Any) -> Any:
+    return _CPU if _is_neuron_device(value) else value
+
+
+def _born_on_neuron(result: Any, downcast: bool) -> Any:
+    """Wrap the plain CPU tensors a host-placed call returned (NeuronTensors stay as they are)."""
+    if type(result) is not NeuronTensor and isinstance(result, torch.Tensor):
+        return wrap(result, downcast)
+    if isinstance(result, (tuple, list)):
+        return type(result)(_born_on_neuron(item, downcast) for item in result)
+    return result
+
+
+def _call_on_host(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`func(*args, **kwargs)` with each neuron device argument made the CPU, results wrapped.
+
+    A float64 result is stored as float32, as eager `dispatch` stores it.
+    """
+    args = tuple(_to_host(arg) for arg in args)
+    kwargs = {key: _to_host(value) for key, value in kwargs.items()}
+    narrow = downcast_of(kwargs.get("dtype"))
+    if narrow is not None:
+        kwargs["dtype"] = narrow
+    if getattr(func, "__name__", None) == "to":  # a move to the device copies
+        kwargs.setdefault("copy", True)
+    return _born_on_neuron(func(*args, **kwargs), narrow is not None)
+
+
+class _NeuronFactoriesOnHost(torch.overrides.TorchFunctionMode):
+    """While AOTAutograd traces: calls that create neuron tensors build CPU payloads, wrapped.
+
+    Every other value AOTAutograd traces on the device is a `NeuronTensor` around a CPU
+    tensor, and the graphs it emits run on those payloads. A factory such as
+    `torch.arange(n, device=tokens.device)` (in the graph, or inside a function dynamo keeps
+    whole, like `multi_head_attention_forward`) would instead reach fake mode and yield a
+    FakeTensor on the neuron device, which the tracer cannot snapshot (its meta payload
+    carries the PrivateUse1 key). Calls that already take a neuron tensor are left to
+    `dispatch`, which places their results itself.
+    """
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if _names_neuron(args, kwargs) and not _takes_neuron_tensor(args, kwargs):
+            return _call_on_host(func, args, kwargs)
+        return func(*args, **kwargs)
+
+
+def _names_neuron(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(_is_neuron_device(value) for value in args) or any(
+        _is_neuron_device(value) for value in kwargs.values()
+    )
+
+
+def _takes_neuron_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(type(value) is NeuronTensor for value in args) or any(
+        type(value) is NeuronTensor for value in kwargs.values()
+    )
+
+
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Any:
     """The dynamo backend registered as "neuron"."""
     from torch._dynamo.backends.common import aot_autograd
@@ -136,11 +207,12 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
         record.backward_ops = _check_graph("backward", record, graph)
         return make_boxed_func(graph.forward)
 
-    return aot_autograd(
-        fw_compiler=forward_compiler,
-        bw_compiler=backward_compiler,
-        decompositions=_decompositions(),
-    )(gm, example_inputs)
+    with _NeuronFactoriesOnHost():
+        return aot_autograd(
+            fw_compiler=forward_compiler,
+            bw_compiler=backward_compiler,
+            decompositions=_decompositions(),
+        )(gm, example_inputs)
 
 
 @functools.cache

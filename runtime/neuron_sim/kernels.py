@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from neuron_sim.tensor import NeuronTensor, dispatch
+from neuron_sim.tensor import dispatch
 
 # Ops that torch may call below the Python key on neuron tensors.
 _BOUNDARY_OPS = (
@@ -38,29 +38,12 @@ _BOUNDARY_OPS = (
 _libraries: list[torch.library.Library] = []  # registrations live as long as these objects
 
 
-def _on_meta(args: tuple[Any, ...]) -> bool:
-    for arg in args:
-        if type(arg) is not NeuronTensor and isinstance(arg, torch.Tensor):
-            return arg.device.type == "meta"
-    return False
-
-
-def _run_meta(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    with torch._C._PreserveDispatchKeyGuard():
-        torch._C._set_meta_in_tls_dispatch_include(True)
-        return func(*args, **kwargs)
-
-
 def _factory_fallback(func: OpOverload, *args: Any, **kwargs: Any) -> Any:
-    if _on_meta(args):
-        return _run_meta(func, args, kwargs)
     return dispatch(func, args, kwargs)
 
 
 def _boundary_kernel(func: OpOverload) -> Callable[..., Any]:
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        if _on_meta(args):
-            return _run_meta(func, args, kwargs)
         return dispatch(func, args, kwargs)
 
     return kernel

@@ -1,0 +1,93 @@
+"""verify's reconciliation on hand-made traces: each verdict, its reason, and what was missed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate import api
+from neuron_migrate.verify import reconcile, runs_later
+
+SOURCE = """import torch
+
+x = torch.ones(4, 4)
+values, order = torch.sort(x)
+y = x.double()
+n = torch.distributions.Normal(x, x)
+z = torch.add(x, x)
+w = torch.abs(x)
+opt = torch.optim.Adam([x])
+q = x @ x
+"""
+
+
+def _trace(ops: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"exit_code": 0, "command": ["python", "m.py"], "ops": ops, "downcasts": [],
+            "refusals": [], **extra}  # fmt: skip
+
+
+def _op(op: str, status: str, *lines: int, count: int = 1) -> dict[str, Any]:
+    return {"op": op, "status": status, "count": count,
+            "locations": {f"m.py:{line}": count for line in lines}}  # fmt: skip
+
+
+def _verdicts(tmp_path: Path, trace: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    report = reconcile(scan, trace, cwd=tmp_path)
+    return {f"{i.finding.api}:{i.finding.status}": (i.verdict, i.reason) for i in report.items}
+
+
+def test_confirmed_contradicted_and_not_exercised(tmp_path: Path) -> None:
+    trace = _trace(
+        [
+            _op("aten::sort.stable", "cpu_fallback", 4),  # another overload of the same op
+            _op("aten::add.Tensor", "native", 7),
+            _op("aten::abs", "cpu_fallback", 8),  # the run disagrees with the prediction
+        ],
+        downcasts=[{"dtype": "float64", "runs_as": "float32", "locations": {"m.py:5": 1}}],
+        refusals=[{"op": "torch.distributions.Normal", "location": "m.py:6", "message": "no"}],
+    )
+    verdicts = _verdicts(tmp_path, trace)
+    assert verdicts["torch.sort:cpu_fallback"][0] == "confirmed"
+    assert verdicts["Tensor.double:float64"][0] == "confirmed"
+    assert verdicts["torch.distributions.Normal:unsupported"][0] == "confirmed"
+    assert verdicts["torch.add:native"][0] == "confirmed"
+    verdict, reason = verdicts["torch.abs:native"]
+    assert verdict == "contradicted" and "aten::abs (cpu_fallback)" in reason
+    assert verdicts["torch.ones:native"][0] == "not_exercised"
+
+
+def test_agreement_and_unpredicted_ops(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    trace = _trace(
+        [
+            _op("aten::sort", "cpu_fallback", 4),
+            _op("aten::abs", "cpu_fallback", 8),
+            _op("aten::argmax", "cpu_fallback", 10),  # a line with no finding
+        ]
+    )
+    report = reconcile(scan, trace, cwd=tmp_path)
+    assert report.count("confirmed") == 1 and report.count("contradicted") == 1
+    assert report.agreement == 0.5
+    assert [(u.op, u.location) for u in report.unpredicted] == [("aten::argmax", "m.py:10")]
+
+
+def test_optimizer_needs_its_own_fallback_ops_to_be_confirmed(tmp_path: Path) -> None:
+    assert runs_later("torch.optim.Adam", frozenset()) and not runs_later("torch.add", frozenset())
+    only_shared = _trace([_op("aten::zeros_like", "native", 3)])
+    verdict, reason = _verdicts(tmp_path, only_shared)["torch.optim.Adam:cpu_fallback"]
+    assert verdict == "not_exercised" and "other code" in reason
+    # opt.step() runs Adam's fallback op on another line: that confirms the finding.
+    stepped = _trace([_op("aten::_foreach_addcdiv_.ScalarList", "cpu_fallback", 10)])
+    verdict, reason = _verdicts(tmp_path, stepped)["torch.optim.Adam:cpu_fallback"]
+    assert verdict == "confirmed" and "_foreach_addcdiv_" in reason
+
+
+def test_nothing_ran_means_no_agreement_figure(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    report = reconcile(scan, _trace([]), cwd=tmp_path)
+    assert report.agreement is None
+    assert report.count("not_exercised") == len(report.items) > 0
