@@ -8,9 +8,8 @@
 - files that could not be scanned are tool notifications; unused suppressions are results of
   the `unused-suppression` rule.
 
-A result whose finding `rewrite` can change says so in `properties.fixable` (with the
-replacement text), but carries no SARIF `fix`: a fix needs the exact edit, and the scan does not
-run the codemod.
+A result whose finding `rewrite` can change carries the codemod's exact edit as a SARIF `fix`
+(see sarif_fixes.py; Python files only, not notebook cells).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from neuron_migrate.report.summary import (
     sorted_findings,
     summarize,
 )
+from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.ruleset import Rule, load_ruleset
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
 
@@ -52,7 +52,8 @@ def sarif_log(report: ScanReport) -> dict[str, Any]:
         rules.append(_unused_rule())
     index = {rule["id"]: i for i, rule in enumerate(rules)}
 
-    results = [_result(report, f, index) for f in listed]
+    fixes = fixes_for(listed, report.base)
+    results = [_result(report, f, index, fixes) for f in listed]
     results += [_suppressed_result(report, s, index) for s in suppressed]
     results += [_unused_result(report, u, index) for u in report.unused_suppressions]
     summary = summarize(report)
@@ -177,7 +178,9 @@ def _message(f: Finding) -> str:
     return f"{where}{f.message}{fix}"
 
 
-def _result(report: ScanReport, f: Finding, index: dict[str, int]) -> dict[str, Any]:
+def _result(
+    report: ScanReport, f: Finding, index: dict[str, int], fixes: dict[str, list[Hunk]]
+) -> dict[str, Any]:
     level = "error" if report.fails(f) else _LEVEL.get(f.severity, "warning")
     result: dict[str, Any] = {
         "ruleId": f.code,
@@ -200,13 +203,15 @@ def _result(report: ScanReport, f: Finding, index: dict[str, int]) -> dict[str, 
     state = baseline_state(report, f)
     if state is not None:
         result["baselineState"] = state
+    if f.fingerprint in fixes:
+        result["fixes"] = [sarif_fix(repo_path(report, f.path), fixes[f.fingerprint])]
     return result
 
 
 def _suppressed_result(
     report: ScanReport, s: SuppressedFinding, index: dict[str, int]
 ) -> dict[str, Any]:
-    result = _result(report, s.finding, index)
+    result = _result(report, s.finding, index, {})
     result["level"] = _LEVEL.get(s.finding.severity, "warning")
     result.pop("baselineState", None)
     # `fixme`: known and to be fixed, so still under review; `ignore`: accepted as it is.

@@ -1,0 +1,110 @@
+"""SARIF `fix` objects: the codemod's exact edits, attached to the results they resolve.
+
+The file is migrated in memory by the same codemod `rewrite` runs; the difference between the old
+and new text is split into hunks. A hunk that touches a fixable result's lines becomes that
+result's fix; hunks that touch no result (the import clean-up at the top of the file) go with the
+file's first fixable result, so that applying every fix of a file gives exactly what
+`rewrite --apply` writes. Regions are character offsets, which leave no doubt about newlines.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate.findings import Finding
+
+
+@dataclass(frozen=True)
+class Hunk:
+    first_line: int  # 1-based first old line replaced (for an insertion: the line it goes before)
+    last_line: int  # 1-based last old line replaced; first_line - 1 for a pure insertion
+    char_offset: int
+    char_length: int
+    inserted: str
+
+
+def hunks(old: str, new: str) -> list[Hunk]:
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    offsets = [0]
+    for line in old_lines:
+        offsets.append(offsets[-1] + len(line))
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    out = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        out.append(
+            Hunk(
+                first_line=i1 + 1,
+                last_line=i2,
+                char_offset=offsets[i1],
+                char_length=offsets[i2] - offsets[i1],
+                inserted="".join(new_lines[j1:j2]),
+            )
+        )
+    return out
+
+
+def _touches(hunk: Hunk, finding: Finding) -> bool:
+    last = max(hunk.last_line, hunk.first_line)
+    return hunk.first_line <= max(finding.end_line, finding.line) and finding.line <= last
+
+
+def fixes_for(findings: Iterable[Finding], base: str) -> dict[str, list[Hunk]]:
+    """Fingerprint -> the hunks that make up its fix, for fixable findings in .py files."""
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        if finding.fixable and finding.cell is None and finding.path.endswith(".py"):
+            by_path[finding.path].append(finding)
+    if not by_path:
+        return {}
+    from neuron_migrate.rewriter import rewrite_file
+    from neuron_migrate.ruleset import load_ruleset
+
+    ruleset = load_ruleset()
+    out: dict[str, list[Hunk]] = {}
+    for path, group in sorted(by_path.items()):
+        result = rewrite_file(str(Path(base) / path), path, ruleset, unsafe=False)
+        if result.error is not None or not result.changed:
+            continue
+        group.sort(key=lambda f: (f.line, f.col))
+        claimed: set[int] = set()
+        file_hunks = hunks(result.old, result.new)
+        for finding in group:
+            mine = [
+                i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)
+            ]
+            claimed.update(mine)
+            if mine:
+                out[finding.fingerprint] = [file_hunks[i] for i in mine]
+        leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
+        if leftovers:
+            owner = next((f for f in group if f.fingerprint in out), group[0])
+            out[owner.fingerprint] = sorted(
+                out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
+            )
+    return out
+
+
+def sarif_fix(uri: str, parts: list[Hunk]) -> dict[str, Any]:
+    return {
+        "description": {"text": "neuron-migrate rewrite (the codemod's edit for this site)"},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": uri},
+                "replacements": [
+                    {
+                        "deletedRegion": {"charOffset": h.char_offset, "charLength": h.char_length},
+                        "insertedContent": {"text": h.inserted},
+                    }
+                    for h in parts
+                ],
+            }
+        ],
+    }
