@@ -20,6 +20,7 @@ from typing import Any
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
 from neuron_migrate.findings import Finding
+from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     baseline_state,
@@ -27,7 +28,6 @@ from neuron_migrate.report.summary import (
     sorted_findings,
     summarize,
 )
-from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.ruleset import Rule, load_ruleset
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
 
