@@ -1,12 +1,13 @@
 """Overhead of the simulated `neuron` device against plain CPU PyTorch, in one process.
 
-    python bench/runtime_overhead.py [--steps 20] [--repeats 5]
+    python bench/runtime_overhead.py [--steps 20] [--repeats 5] [--threads 1]
 
 Workloads: a 2-layer TransformerEncoder training step (d_model=128, 4 heads, ff=512, batch 8,
 seq 64, AdamW) and an MLP (256-512-512-10, batch 64, AdamW); each eager and compiled. Plain CPU
 and the simulated device run in the same process (the device only touches neuron tensors), the
 same number of steps, repetitions interleaved; the median ms/step is reported with its ratio
-to plain CPU eager.
+to plain CPU eager. Torch runs on one thread by default: on a shared machine, OpenMP threads
+that wait for a descheduled sibling turn a 5 ms step into 200 ms, whatever the device.
 Targets: eager <= 1.6x, compiled <= 1.25x. This is a benchmark, not a test.
 """
 
@@ -20,11 +21,12 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 SIM_ENV = "NEURON_MIGRATE_SIM"
 
 
-def _transformer(device: str):  # type: ignore[no-untyped-def]
+def _transformer(device: str) -> tuple[Any, Any]:
     import torch
     import torch.nn as nn
 
@@ -35,7 +37,7 @@ def _transformer(device: str):  # type: ignore[no-untyped-def]
     return model, batch
 
 
-def _mlp(device: str):  # type: ignore[no-untyped-def]
+def _mlp(device: str) -> tuple[Any, Any]:
     import torch
     import torch.nn as nn
 
@@ -47,7 +49,9 @@ def _mlp(device: str):  # type: ignore[no-untyped-def]
     return model, batch
 
 
-def _step_fn(build: Callable, device: str, compiled: str | None) -> Callable[[], None]:  # type: ignore[type-arg]
+def _step_fn(
+    build: Callable[[str], tuple[Any, Any]], device: str, compiled: str | None
+) -> Callable[[], None]:
     import torch
 
     model, batch = build(device)
@@ -84,9 +88,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="timed steps per repetition")
     parser.add_argument("--repeats", type=int, default=5, help="repetitions (median is reported)")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's)"
-    )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     args = parser.parse_args()
     if not os.environ.get(SIM_ENV):
         # The device installs at `import torch`; start again with it switched on.

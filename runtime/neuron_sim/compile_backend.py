@@ -1,11 +1,12 @@
 """`torch.compile(backend="neuron")`: static shapes, whole-graph lowering, every compile counted.
 
 The backend hands the graph to AOTAutograd, which looks through `NeuronTensor` (a traceable
-subclass) and produces plain CPU aten graphs for forward and backward. While it traces, calls
-that create neuron tensors from nothing (`torch.arange(n, device=x.device)`) build the CPU
-payload and wrap it, as eager `dispatch` does (`_NeuronFactoriesOnHost`). Each graph is checked
-against the matrix: an op that is not native cannot be lowered, and the compile fails naming
-the op and the user's source line, as TorchNeuron does by default. Accepted graphs run on CPU.
+subclass) and produces plain CPU aten graphs for forward and backward. While dynamo and
+AOTAutograd trace, calls that create neuron tensors from nothing
+(`torch.arange(n, device=x.device)`) build the CPU payload and wrap it, as the eager factory
+fallback does. Each graph is checked against the matrix: an op that is not native cannot be
+lowered, and the compile fails naming the op and the user's source line, as TorchNeuron does by
+default. Accepted graphs run on CPU.
 
 Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
 """
@@ -17,6 +18,7 @@ import re
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuron_sim.errors import NeuronCompileError
 from neuron_sim.policy import NATIVE, OpPolicy
@@ -125,39 +127,66 @@ def _born_on_neuron(result: Any, downcast: bool) -> Any:
     return result
 
 
-def _call_on_host(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """`func(*args, **kwargs)` with each neuron device argument made the CPU, results wrapped.
+def _call_on_host(func: Any, args: tuple[Any, ...], kwargs: Any) -> Any:
+    """`func(args, kwargs)` with each neuron device argument made the CPU, results wrapped.
 
-    A float64 result is stored as float32, as eager `dispatch` stores it.
+    `func` takes the argument tuple and dict as they are (an op's boxed form). A float64 result
+    is stored as float32, as eager `dispatch` stores it.
     """
     args = tuple(_to_host(arg) for arg in args)
     kwargs = {key: _to_host(value) for key, value in kwargs.items()}
     narrow = downcast_of(kwargs.get("dtype"))
     if narrow is not None:
         kwargs["dtype"] = narrow
-    if getattr(func, "__name__", None) == "to":  # a move to the device copies
-        kwargs.setdefault("copy", True)
-    return _born_on_neuron(func(*args, **kwargs), narrow is not None)
+    return _born_on_neuron(func(args, kwargs), narrow is not None)
 
 
-class _NeuronFactoriesOnHost(torch.overrides.TorchFunctionMode):
-    """While AOTAutograd traces: calls that create neuron tensors build CPU payloads, wrapped.
+def _creates_on_neuron(args: tuple[Any, ...], kwargs: Any) -> bool:
+    """A neuron device argument and no neuron tensor: a factory, or a move to the device."""
+    return _names_neuron(args, kwargs) and not _takes_neuron_tensor(args, kwargs)
+
+
+def _fake_factories_on_host() -> None:
+    """Fake mode makes a neuron factory a `NeuronTensor` around a CPU FakeTensor.
+
+    Dynamo traces with fake mode alone; left to itself, fake mode makes the result of
+    `torch.arange(n, device=tokens.device)` a FakeTensor on the neuron device, whose views and
+    detaches carry the PrivateUse1 key to the boundary kernels, and which meets the traced
+    `NeuronTensor`s (CPU FakeTensors inside) as a tensor on another device.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    original = FakeTensorMode.dispatch
+
+    @functools.wraps(original)
+    def dispatch(self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if kwargs and "device" in kwargs and _creates_on_neuron(args, kwargs):
+            return _call_on_host(functools.partial(original, self, func, types), args, kwargs)
+        return original(self, func, types, args, kwargs)
+
+    FakeTensorMode.dispatch = dispatch  # type: ignore[method-assign]
+
+
+class _NeuronFactoriesOnHost(TorchDispatchMode):
+    """While AOTAutograd traces: ops that create neuron tensors build CPU payloads, wrapped.
 
     Every other value AOTAutograd traces on the device is a `NeuronTensor` around a CPU
-    tensor, and the graphs it emits run on those payloads. A factory such as
-    `torch.arange(n, device=tokens.device)` (in the graph, or inside a function dynamo keeps
-    whole, like `multi_head_attention_forward`) would instead reach fake mode and yield a
-    FakeTensor on the neuron device, which the tracer cannot snapshot (its meta payload
-    carries the PrivateUse1 key). Calls that already take a neuron tensor are left to
-    `dispatch`, which places their results itself.
+    tensor, and the graphs it emits run on those payloads. A factory with a neuron device and
+    no neuron tensor argument (`torch.arange(n, device=tokens.device)`, or the masks C++
+    composites such as the math attention build from `query.options()`) would instead reach
+    fake mode and yield a FakeTensor on the neuron device, which the tracer cannot snapshot:
+    its meta payload carries the PrivateUse1 key and lands on the boundary kernels. In eager
+    runs the same ops reach `dispatch` through the PrivateUse1 fallback, which does the same:
+    run on the CPU, wrap. A user mode runs before the tracer's own modes, so the CPU op is
+    what gets traced. Ops that take a neuron tensor go on to `dispatch` unchanged.
     """
 
-    def __torch_function__(
+    def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        if _names_neuron(args, kwargs) and not _takes_neuron_tensor(args, kwargs):
-            return _call_on_host(func, args, kwargs)
+        if _creates_on_neuron(args, kwargs):
+            return _call_on_host(lambda a, k: func(*a, **k), args, kwargs)
         return func(*args, **kwargs)
 
 
@@ -217,11 +246,25 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
 @functools.cache
 def _decompositions() -> dict[Any, Any]:
-    # TorchNeuron lowers the whole graph after PyTorch's decompositions, so a composite such as
-    # `_safe_softmax` reaches the check as the primitive ops it is made of.
+    """PyTorch's core decompositions, less those of ops the matrix lists as native.
+
+    TorchNeuron lowers the whole graph after PyTorch's decompositions, so a composite the device
+    lacks reaches the check as the primitive ops it is made of. An op the device has stays
+    whole, as eager `dispatch` sees it: the matrix is keyed at the level the backend sees, and
+    the graphs are checked at the same level (`_safe_softmax` is native; the `any.dim` its
+    decomposition makes is not).
+    """
     from torch._decomp import core_aten_decompositions
 
-    return dict(core_aten_decompositions())
+    assert _policy is not None
+    matrix = _policy.matrix
+    return {
+        op: decomposition
+        for op, decomposition in core_aten_decompositions().items()
+        if not (
+            isinstance(op, torch._ops.OpOverload) and matrix.op_status(op.name()).status == NATIVE
+        )
+    }
 
 
 @functools.cache
@@ -230,6 +273,7 @@ def _register_backend() -> None:
     from torch._dynamo.backends.registry import register_backend
 
     register_backend(neuron_backend, name=BACKEND_NAME)
+    _fake_factories_on_host()
     # Past the recompile limit dynamo silently runs eager; a neuron run must say so.
     torch._dynamo.config.fail_on_recompile_limit_hit = True
     # A second shape would otherwise turn on automatic dynamic shapes, which neuron refuses.

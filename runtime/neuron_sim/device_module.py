@@ -181,6 +181,9 @@ class Hooks(torch._C._acc.PrivateUse1Hooks):
         return True
 
 
+_PRIVATEUSE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
 class DeviceGuard(torch._C._acc.DeviceGuard):
-    def type_(self) -> Any:
-        return torch._C._autograd.DeviceType.PrivateUse1
+    def type_(self) -> Any:  # asked for every op on a neuron tensor
+        return _PRIVATEUSE1

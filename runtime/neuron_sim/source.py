@@ -31,12 +31,35 @@ def _is_user_file(filename: str) -> bool:
     return verdict
 
 
+_user_paths: dict[str, str | None] = {}  # absolute co_filename -> its abspath if user code
+_UNSEEN = ""
+
+
+def _user_path(filename: str) -> str | None:
+    """`os.path.abspath(filename)` if `filename` is user code, else None."""
+    path = _user_paths.get(filename, _UNSEEN)
+    if path is not _UNSEEN:
+        return path
+    path = os.path.abspath(filename) if _is_user_file(filename) else None
+    if os.path.isabs(filename):  # a relative name's abspath follows the working directory
+        _user_paths[filename] = path
+    return path
+
+
 def user_location(frame: FrameType | None = None) -> str | None:
-    """`file:line` of the innermost frame that belongs to user code, or None."""
+    """`file:line` of the innermost frame that belongs to user code, or None.
+
+    Runs for the sampled calls of every op (`LOCATION_SAMPLES`), so the per-file verdict and
+    absolute path are cached.
+    """
     frame = frame or sys._getframe(1)
+    paths = _user_paths
     while frame is not None:
         filename = frame.f_code.co_filename
-        if _is_user_file(filename):
-            return f"{os.path.abspath(filename)}:{frame.f_lineno}"
+        path = paths.get(filename, _UNSEEN)
+        if path is _UNSEEN:
+            path = _user_path(filename)
+        if path is not None:
+            return f"{path}:{frame.f_lineno}"
         frame = frame.f_back
     return None

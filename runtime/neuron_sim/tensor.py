@@ -184,22 +184,7 @@ def _mixing_error() -> RuntimeError:
     )
 
 
-def _host_twin(fake: torch.Tensor) -> torch.Tensor:
-    """A CPU FakeTensor with the metadata of `fake`, a FakeTensor on the neuron device.
-
-    While dynamo traces, a factory with `device="neuron"` yields such a tensor (fake mode makes
-    it, not `dispatch`), unlike every other traced neuron value, which is a `NeuronTensor` around
-    a CPU FakeTensor. Only metadata matters to that trace; the backend rewrites those factories
-    to build CPU payloads before AOTAutograd traces the graph again (`compile_backend`).
-    """
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    with torch._C._DisableTorchDispatch():
-        meta = torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device="meta")
-    return FakeTensor(fake.fake_mode, meta, _CPU, requires_grad=fake.requires_grad)  # type: ignore[attr-defined]
-
-
-def _unwrap_list(seq: Any, check_cpu: bool, tracing: bool) -> tuple[list[Any], bool]:
+def _unwrap_list(seq: Any, check_cpu: bool) -> tuple[list[Any], bool]:
     out = []
     downcast = False
     for item in seq:
@@ -209,22 +194,17 @@ def _unwrap_list(seq: Any, check_cpu: bool, tracing: bool) -> tuple[list[Any], b
             if item._downcast:
                 downcast = True
         elif kind is list:  # c10d collectives take lists of lists
-            inner_list, inner = _unwrap_list(item, check_cpu, tracing)
+            inner_list, inner = _unwrap_list(item, check_cpu)
             out.append(inner_list)
             downcast |= inner
         else:
-            if check_cpu:
-                if isinstance(item, _Tensor) and item.dim():
-                    raise _mixing_error()
-            elif tracing and isinstance(item, _Tensor) and item.device.type == "neuron":
-                item = _host_twin(item)
+            if check_cpu and isinstance(item, _Tensor) and item.dim():
+                raise _mixing_error()
             out.append(item)
     return out, downcast
 
 
-def _map_kwargs(
-    kwargs: dict[str, Any], check_cpu: bool, tracing: bool
-) -> tuple[dict[str, Any], bool]:
+def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any], bool]:
     mapped = {}
     downcast = False
     for key, value in kwargs.items():
@@ -241,16 +221,13 @@ def _map_kwargs(
                 value = narrow
                 downcast = True
         elif kind is list or kind is tuple:
-            value, inner = _unwrap_list(value, check_cpu, tracing)
+            value, inner = _unwrap_list(value, check_cpu)
             downcast |= inner
         elif kind is torch.memory_format:
             if value not in _ALLOWED_MEMORY_FORMATS:
                 raise _refuse_memory_format(value)
-        elif check_cpu:
-            if isinstance(value, _Tensor) and value.dim():
-                raise _mixing_error()
-        elif tracing and isinstance(value, _Tensor) and value.device.type == "neuron":
-            value = _host_twin(value)
+        elif check_cpu and isinstance(value, _Tensor) and value.dim():
+            raise _mixing_error()
         mapped[key] = value
     return mapped, downcast
 
@@ -284,20 +261,17 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | N
                 downcast = True
         elif kind is list or kind is tuple:
             if arg and type(arg[0]) is not int:
-                arg, inner = _unwrap_list(arg, check_cpu, tracing)
+                arg, inner = _unwrap_list(arg, check_cpu)
                 downcast |= inner
             unwrapped.append(arg)
         elif kind is torch.device:
             unwrapped.append(_CPU if arg.type == "neuron" else arg)
         else:
-            if check_cpu:
-                if isinstance(arg, _Tensor) and arg.dim():
-                    raise _mixing_error()
-            elif tracing and isinstance(arg, _Tensor) and arg.device.type == "neuron":
-                arg = _host_twin(arg)
+            if check_cpu and isinstance(arg, _Tensor) and arg.dim():
+                raise _mixing_error()
             unwrapped.append(arg)
     if kwargs:
-        kwargs, inner = _map_kwargs(kwargs, check_cpu, tracing)
+        kwargs, inner = _map_kwargs(kwargs, check_cpu)
         downcast |= inner
         result = func(*unwrapped, **kwargs)
     else:

@@ -84,3 +84,60 @@ def test_compile_backend(sim_run) -> None:
     assert compile_["graph_breaks"] >= 1
     assert compile_["recompile_limit_hits"] == 1
     assert compile_["recompiles"] >= 2 + 7
+
+
+FACTORIES_IN_GRAPH = """
+import torch, torch.nn as nn
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(16, 8)
+        self.pos = nn.Embedding(32, 8)
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        positions = torch.arange(n, device=tokens.device)  # a factory inside the graph
+        mask = nn.Transformer.generate_square_subsequent_mask(n, device=tokens.device)
+        x = self.embed(tokens) + self.pos(positions)
+        x, _ = self.attn(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)
+        return x.sum()
+
+torch.manual_seed(0)
+model = TinyLM().to("neuron")
+tokens = torch.randint(0, 16, (2, 8)).to("neuron")
+eager = model(tokens)
+eager.backward()
+eager_grad = model.pos.weight.grad.cpu().clone()
+model.zero_grad()
+
+compiled = torch.compile(model, backend="neuron", dynamic=False)
+loss = compiled(tokens)
+loss.backward()
+assert loss.device.type == "neuron"
+assert torch.allclose(loss.cpu(), eager.cpu(), atol=1e-5), (loss, eager)
+assert torch.allclose(model.pos.weight.grad.cpu(), eager_grad, atol=1e-5)
+
+def made_here(x):
+    ones = torch.ones(3, dtype=torch.float64, device="neuron")
+    return x + ones, torch.arange(3, device=x.device)
+
+total, index = torch.compile(made_here, backend="neuron")(torch.ones(3, device="neuron"))
+assert total.device.type == index.device.type == "neuron"
+assert total.dtype is torch.float64 and total._elem.dtype is torch.float32  # stored narrower
+assert total.cpu().tolist() == [2.0, 2.0, 2.0] and index.cpu().tolist() == [0, 1, 2]
+print("FACTORIES_OK")
+"""
+
+
+def test_factories_inside_compiled_graphs(sim_run) -> None:
+    # Regression: `torch.arange(n, device=tokens.device)` inside a compiled region failed while
+    # AOTAutograd traced it (a FakeTensor on the neuron device reached the boundary kernels).
+    run = sim_run(FACTORIES_IN_GRAPH)
+    assert run.exit_code == 0, run.err
+    assert "FACTORIES_OK" in run.out
+    graphs = run.trace["compile"]["graphs"]
+    assert len(graphs) == 2 and all(g["ok"] for g in graphs), graphs
+    assert graphs[0]["backward_ops"] > 0
+    assert run.trace["compile"]["graph_breaks"] == 0
