@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from itertools import groupby
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from neuron_migrate.api import ScanReport
 from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, summarize
@@ -63,9 +65,10 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
                 f"  {where}{f.line:>4}:{f.col:<3} [{style}]{f.code}[/] {escape(f.api)}{marks}",
                 overflow="fold",
             )
-            console.print(f"           [dim]{escape(f.message)}[/]", overflow="fold")
+            # Wrapped lines keep the indent, so a long message stays readable in 80 columns.
+            console.print(_indented(f.message, console.width), style="dim", soft_wrap=True)
             if f.replacement:
-                console.print(f"           → {escape(f.replacement)}", overflow="fold")
+                console.print(_indented(f"→ {f.replacement}", console.width), soft_wrap=True)
     if not show_native and summary["by_status"]["native"]:
         console.print(
             f"\n[dim]{summary['by_status']['native']} native op uses not listed "
@@ -109,3 +112,14 @@ def _suppressions(report: ScanReport, console: Console, summary: dict[str, objec
             f"\nbaseline {escape(str(baseline['path']))}: {baseline['unchanged']} findings "
             f"recorded, {baseline['new']} new"
         )
+
+
+def _indented(text: str, width: int, indent: int = 11) -> Text:
+    lines = textwrap.wrap(
+        text,
+        width=max(width, indent + 20),
+        initial_indent=" " * indent,
+        subsequent_indent=" " * indent,
+        break_on_hyphens=False,
+    )
+    return Text("\n".join(lines))
