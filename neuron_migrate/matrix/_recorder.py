@@ -9,9 +9,10 @@ Two things make the recording match what TorchNeuron (and the simulated runtime)
   ``aten::mkldnn_rnn_layer``), which a device backend never reaches.
 - The recorder is a dispatch mode, so it sees ops below CompositeImplicitAutograd decompositions
   and below autograd. When an op's only kernel for a new backend is torch's generic
-  CompositeExplicitAutograd one (``aten::sort`` -> ``aten::sort.stable``), it runs that generic
-  kernel with itself still active and stores what it calls under ``composite_calls`` (for the
-  matrix importer), not as ops of the API.
+  CompositeExplicitAutograd(NonFunctional) one (``aten::sort`` -> ``aten::sort.stable``,
+  ``aten::lift_fresh_copy`` -> ``aten::clone``), it runs that generic kernel with itself still
+  active and stores what it calls under ``composite_calls`` (for the matrix importer), not as
+  ops of the API.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ DROPPED_NAMESPACES: frozenset[str] = frozenset({"profiler"})
 
 _STAND_IN_DEVICE = torch.device("meta")
 _CEA = "CompositeExplicitAutograd"
+_CEANF = "CompositeExplicitAutogradNonFunctional"
 _MAX_DEPTH = 4
 _CIA = "CompositeImplicitAutograd"
 _generic_cache: dict[str, Any] = {}
@@ -140,8 +142,11 @@ def _is_bare_meta(x: Any) -> bool:
 def generic_kernel(name: str) -> Any:
     """The dispatch key of torch's generic kernel a new backend would run for the op, or None.
 
-    CompositeExplicitAutograd kernels reach the backend as themselves; CompositeImplicitAutograd
-    ones are decomposed before it, but are seen here when a generic kernel calls them.
+    CompositeExplicitAutograd(NonFunctional) kernels reach the backend as themselves;
+    CompositeImplicitAutograd ones are decomposed before it, but are seen here when a generic
+    kernel calls them. Ops that also have a CPU kernel are not descended into: the structured
+    functional variants among them (``aten::any.dim``) call their ``.out`` overload, which the
+    matrix importer reads from torch's ``native_functions.yaml`` instead.
     """
     if name not in _generic_cache:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
@@ -149,6 +154,8 @@ def generic_kernel(name: str) -> Any:
         if not has(name, "CPU"):
             if has(name, _CEA):
                 key = torch._C.DispatchKey.CompositeExplicitAutograd
+            elif has(name, _CEANF):
+                key = torch._C.DispatchKey.CompositeExplicitAutogradNonFunctional
             elif has(name, _CIA):
                 key = torch._C.DispatchKey.CompositeImplicitAutograd
         _generic_cache[name] = key

@@ -367,3 +367,16 @@ def distributed_samples() -> list[Sample]:
         ),
         _fn("torch.distributed.barrier", lambda _: dist.barrier()),
     ]
+
+
+def bookkeeping_samples() -> list[Sample]:
+    """Ops that no public API reaches as itself on a device, called directly on the stand-in.
+
+    Recorded for ``composite_calls`` only (what torch's generic kernel calls), never as an API:
+    ``torch.tensor([...], device=...)`` lifts its literal through ``aten::lift_fresh``, and traced
+    or functionalized code through ``aten::lift_fresh_copy``.
+    """
+    return [
+        _fn("aten::lift_fresh", lambda x: torch.ops.aten.lift_fresh(x), lambda: _x(3)),
+        _fn("aten::lift_fresh_copy", lambda x: torch.ops.aten.lift_fresh_copy(x), lambda: _x(3)),
+    ]

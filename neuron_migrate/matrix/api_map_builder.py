@@ -156,6 +156,7 @@ class Builder:
 
     def curated(self) -> None:
         from neuron_migrate.matrix import _samples
+        from neuron_migrate.matrix._recorder import to_stand_in
 
         for s in _samples.function_samples():
             self._try(self.apis, s.qualname, s.call, s.setup())
@@ -166,6 +167,9 @@ class Builder:
         for name, make in _samples.optimizer_factories().items():
             self._optimizer(name, make)
         self.distributed()
+        for s in _samples.bookkeeping_samples():  # composite_calls only, not an API
+            with contextlib.suppress(Exception):
+                self._record(functools.partial(s.call, to_stand_in(s.setup())))
 
     def module(self, name: str, factory: Callable[[], tuple[Any, tuple[Any, ...]]]) -> None:
         """Forward and backward ops of a module; each half falls back to CPU tensors on failure."""

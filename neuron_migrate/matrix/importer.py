@@ -12,7 +12,11 @@ Inputs (all in the repository):
 - ``compat_matrix/api_map/torch-<minor>.yaml`` (``composite_calls``): which ops torch's
   device-agnostic (CompositeExplicitAutograd) kernels were seen to call, so an op like
   ``aten::sort``, whose generic kernel calls ``aten::sort.stable``, gets the status of what it
-  really runs.
+  really runs;
+- torch's ``native_functions.yaml`` (shipped in ``torchgen``): the ``structured_delegate`` of
+  each structured functional/in-place overload. A backend without its own kernel for
+  ``aten::any.dim`` runs torch's CompositeExplicitAutogradNonFunctional kernel for it, which
+  allocates the result and calls the delegate ``aten::any.out``.
 
 Both versions are written from the same evidence; only the version and the torch pairing differ.
 """
@@ -37,6 +41,11 @@ SNAPSHOT_FILE = "sources/dev-snapshot-2026-04-registered-ops.json"
 CURATED_FILE = "sources/curated.yaml"
 COMMAND = "python -m neuron_migrate.matrix.importer"
 _RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
+_CEANF = "CompositeExplicitAutogradNonFunctional"
+_BY_BASE = "dev-snapshot registered by base name"
+# What torch's CompositeExplicitAutogradNonFunctional kernel of a structured functional overload
+# calls besides its out= delegate: the allocation of the result.
+_ALLOCATION = ("aten::empty.memory_format", "aten::empty_strided")
 
 
 @dataclass
@@ -55,6 +64,8 @@ class TorchOps:
     names: set[str]
     kernels: dict[str, set[str]]
     views: set[str]
+    # structured functional/in-place overload -> the out= overload its generic kernel calls
+    delegates: dict[str, str] = field(default_factory=dict)
 
     def has(self, op: str, key: str) -> bool:
         return key in self.kernels.get(op, set())
@@ -93,7 +104,27 @@ def read_torch_ops() -> tuple[str, TorchOps]:
         )
         if aliased and not schema.is_mutable:
             views.add(n)
-    return torch.__version__.split("+")[0], TorchOps(names, kernels, views)
+    return torch.__version__.split("+")[0], TorchOps(names, kernels, views, read_delegates(names))
+
+
+def read_delegates(names: set[str]) -> dict[str, str]:
+    """``structured_delegate`` of every structured overload, from the installed torchgen."""
+    try:
+        import torchgen
+    except ImportError:
+        print("note: torchgen missing; structured variants left to the default", file=sys.stderr)
+        return {}
+    path = Path(torchgen.__file__).parent / "packaged/ATen/native/native_functions.yaml"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    entries = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # a safe loader
+    result = {}
+    for entry in entries:
+        delegate = entry.get("structured_delegate")
+        if delegate:
+            op = normalize_op("aten::" + entry["func"].split("(", 1)[0])
+            if op in names:
+                result[op] = normalize_op(f"aten::{delegate}")
+    return result
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -106,6 +137,7 @@ class Classifier:
         self.t = ops
         self.primary: dict[str, tuple[str, str]] = {}  # op -> (status, group name)
         self.groups: list[Group] = []
+        self.reached: dict[str, list[str]] = {}  # generic-kernel op -> what it reaches
 
     def add(self, group: Group) -> None:
         for op in group.ops:
@@ -115,22 +147,13 @@ class Classifier:
         if group.ops:
             self.groups.append(group)
 
-    def lookup(self, op: str) -> str:
-        """Status by the loader's rule (exact, base name, default) over the groups so far."""
-        if op in self.primary:
-            return self.primary[op][0]
-        base = op.partition(".")[0]
-        if base in self.primary:
-            return self.primary[base][0]
-        return "cpu_fallback"
-
     def run(self, composite_calls: dict[str, list[str]]) -> list[Group]:
         self.registered()
         self.explicit_fallbacks()
         self.distributed()
         self.unsupported_families()
-        self.device_agnostic_views()
-        self.composite_reach(composite_calls)
+        self.device_agnostic_views(composite_calls)
+        self.generic_kernels(composite_calls)
         self.unregistered_overloads()
         return self.groups
 
@@ -143,7 +166,7 @@ class Classifier:
             "Overloads with a PrivateUse1 kernel in the dev snapshot.",
         )
         by_base = Group(
-            "dev-snapshot registered by base name",
+            _BY_BASE,
             "native",
             "dev-snapshot-registered",
             "Registered under a bare name that is not an overload in this torch (for example "
@@ -243,9 +266,10 @@ class Classifier:
         }
         return bool(mine & set(keys)) and not (mine & dense)
 
-    def device_agnostic_views(self) -> None:
+    def device_agnostic_views(self, calls: dict[str, list[str]]) -> None:
+        # aten::lift_fresh returns its input; aten::alias builds the alias without dispatching.
         ops = {
-            op: ""
+            op: "seen to call no other op" if calls.get(op) == [] else ""
             for op in sorted(self.t.views)
             if op not in self.primary
             and op.startswith("aten::")
@@ -263,56 +287,84 @@ class Classifier:
             )
         )
 
-    def composite_reach(self, calls: dict[str, list[str]]) -> None:
-        """Ops whose only device kernel is torch's generic one get the worst of what it calls."""
-        memo: dict[str, tuple[str, tuple[str, ...]]] = {}
+    def generic_kernels(self, calls: dict[str, list[str]]) -> None:
+        """Ops with no device kernel of their own that run one of torch's generic kernels.
 
-        def reach(op: str, stack: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-            if op in memo:
-                return memo[op]
-            if op not in calls or op in self.primary or op in stack:
-                return self.lookup(op), ()
-            worst, culprits = "native", []
-            for child in calls[op]:
-                status, _ = reach(child, (*stack, op))
-                if _RANK[status] > _RANK[worst]:
-                    worst, culprits = status, [child]
-                elif status == worst and status != "native":
-                    culprits.append(child)
-            memo[op] = (worst, tuple(culprits))
-            return memo[op]
+        Two kinds, classified together because they call each other:
 
-        groups = {
-            s: Group(
-                f"device-agnostic kernels that reach {s} ops"
-                if s != "native"
-                else "device-agnostic kernels that reach only native ops",
-                s,
-                "torch-composite-reach",
-                "torch's generic kernel (CompositeExplicitAutograd, or a CompositeImplicitAutograd "
-                "decomposition) runs on any backend by calling other ops; the status is the worst "
-                "of the ops it was seen to call.",
-            )
-            for s in ("native", "cpu_fallback", "unsupported")
-        }
+        - structured functional/in-place overloads (``aten::any.dim``): torch's
+          CompositeExplicitAutogradNonFunctional kernel allocates the result and calls the
+          ``structured_delegate`` (``aten::any.out``);
+        - ops whose only kernel is CompositeExplicitAutograd(NonFunctional) or a
+          CompositeImplicitAutograd decomposition, by what that kernel was seen to call.
+
+        Each gets the worst status of what it reaches, where a reached op's status is the one the
+        finished matrix gives it (exact entry, base name with the unregistered-overload rule, or
+        the default), never better.
+        """
+        by_base = {op for op, (_, group) in self.primary.items() if group == _BY_BASE}
+        structured: dict[str, list[str]] = {}
+        for op, delegate in sorted(self.t.delegates.items()):
+            if op in self.primary or _base(op) in by_base or not self.t.has(op, _CEANF):
+                continue
+            inplace = _base(op).endswith("_")
+            structured[op] = [delegate] if inplace else [*_ALLOCATION, delegate]
+        composite: dict[str, list[str]] = {}
         for op in sorted(calls):
-            if op in self.primary or not op.startswith("aten::"):
+            if op in self.primary or op in structured or not op.startswith("aten::"):
                 continue
-            generic = self.t.has(op, "CompositeExplicitAutograd") or self.t.has(
-                op, "CompositeImplicitAutograd"
+            generic = any(
+                self.t.has(op, k)
+                for k in ("CompositeExplicitAutograd", _CEANF, "CompositeImplicitAutograd")
             )
-            if not generic or self.t.has(op, "CPU"):
-                continue
-            status, culprits = reach(op, ())
-            children = ", ".join(calls[op]) or "no other op (metadata only)"
-            note = (
-                f"calls {children}"
-                if status == "native"
-                else f"calls {', '.join(culprits)} ({status})"
-            )
-            groups[status].ops[op] = note
-        for status in ("native", "cpu_fallback", "unsupported"):
-            self.add(groups[status])
+            if generic and not self.t.has(op, "CPU"):
+                composite[op] = calls[op]
+        reached = {**composite, **structured}
+        resolve = _Resolver(self, reached, by_base, self.curated["default"]["status"])
+
+        groups: dict[tuple[str, str], Group] = {}
+        for kind, source, label, note in (
+            (
+                "structured",
+                "torch-structured-out-redispatch",
+                "structured variants whose out= overload is {s}",
+                "No device kernel for this functional/in-place overload: torch's "
+                "CompositeExplicitAutogradNonFunctional kernel runs, allocates the result on the "
+                "device and calls the out= overload (its structured_delegate), which decides the "
+                "status.",
+            ),
+            (
+                "composite",
+                "torch-composite-reach",
+                "device-agnostic kernels that reach {s} ops",
+                "torch's generic kernel (CompositeExplicitAutograd(NonFunctional), or a "
+                "CompositeImplicitAutograd decomposition) runs on any backend by calling other "
+                "ops; the status is the worst of the ops it was seen to call.",
+            ),
+        ):
+            for s in _RANK:
+                name = label.format(s=s)
+                if kind == "composite" and s == "native":
+                    name = "device-agnostic kernels that reach only native ops"
+                groups[kind, s] = Group(name, s, source, note)
+        for op in sorted(reached):
+            status, culprits = resolve(op)
+            if op in structured:
+                delegate = structured[op][-1]
+                alloc = "" if len(structured[op]) == 1 else "allocates the result, "
+                note = f"{alloc}calls {delegate} ({resolve(delegate)[0]})"
+                groups["structured", status].ops[op] = note
+            else:
+                children = ", ".join(calls[op]) or "no other op (metadata only)"
+                note = (
+                    f"calls {children}"
+                    if status == "native"
+                    else f"calls {', '.join(culprits)} ({status})"
+                )
+                groups["composite", status].ops[op] = note
+        for group in groups.values():
+            self.add(group)
+        self.reached = reached
 
     def unregistered_overloads(self) -> None:
         """Overloads that would inherit a base-name entry they do not deserve.
@@ -341,6 +393,66 @@ class Classifier:
             if self.primary[base][0] != "cpu_fallback":
                 group.ops[op] = f"{base} is {self.primary[base][0]}"
         self.add(group)
+
+
+class _Resolver:
+    """Status of an op as the finished matrix will give it, while the generic kernels are placed.
+
+    Mirrors the loader's lookup (exact, base name, listed overloads of a bare name, default) and
+    the importer's last rule (an overload with its own CPU kernel does not inherit a native base
+    name), so an op is never classified better than something it reaches.
+    """
+
+    def __init__(
+        self, c: Classifier, reached: dict[str, list[str]], by_base: set[str], default: str
+    ) -> None:
+        self.c = c
+        self.reached = reached
+        self.by_base = by_base
+        self.default = default
+        self.memo: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.stack: list[str] = []
+        self.listed_by_base: dict[str, list[str]] = {}
+        for op in [*c.primary, *reached]:
+            self.listed_by_base.setdefault(_base(op), []).append(op)
+
+    def __call__(self, op: str) -> tuple[str, tuple[str, ...]]:
+        if op in self.c.primary:
+            return self.c.primary[op][0], ()
+        if op in self.memo:
+            return self.memo[op]
+        if op not in self.reached or op in self.stack:
+            return self.inherited(op), ()
+        self.stack.append(op)
+        try:
+            worst, culprits = "native", []
+            for child in self.reached[op]:
+                status = self(child)[0]
+                if _RANK[status] > _RANK[worst]:
+                    worst, culprits = status, [child]
+                elif status == worst and status != "native" and child not in culprits:
+                    culprits.append(child)
+        finally:
+            self.stack.pop()
+        self.memo[op] = (worst, tuple(culprits))
+        return self.memo[op]
+
+    def known(self, op: str) -> bool:
+        return op in self.c.primary or (op in self.reached and op not in self.stack)
+
+    def inherited(self, op: str) -> str:
+        """An op with no entry of its own: what the loader (and the last rule) will say."""
+        base, dot, _ = op.partition(".")
+        if dot:
+            if not self.known(base):
+                return self.default
+            status = self(base)[0]
+            if status == "native" and base not in self.by_base and self.c.t.has(op, "CPU"):
+                return "cpu_fallback"  # listed by unregistered_overloads
+            return status
+        listed = [o for o in self.listed_by_base.get(base, []) if self.known(o)]
+        statuses = {self(o)[0] for o in listed}
+        return statuses.pop() if len(statuses) == 1 else self.default
 
 
 SPARSE = ("SparseCPU", "SparseCsrCPU")

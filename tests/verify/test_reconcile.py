@@ -16,7 +16,7 @@ y = x.double()
 n = torch.distributions.Normal(x, x)
 z = torch.add(x, x)
 w = torch.abs(x)
-opt = torch.optim.Adam([x])
+criterion = torch.nn.MSELoss()
 q = x @ x
 """
 
@@ -74,15 +74,16 @@ def test_agreement_and_unpredicted_ops(tmp_path: Path) -> None:
     assert [(u.op, u.location) for u in report.unpredicted] == [("aten::argmax", "m.py:10")]
 
 
-def test_optimizer_needs_its_own_fallback_ops_to_be_confirmed(tmp_path: Path) -> None:
+def test_a_module_needs_its_own_fallback_ops_to_be_confirmed(tmp_path: Path) -> None:
     assert runs_later("torch.optim.Adam", frozenset()) and not runs_later("torch.add", frozenset())
-    only_shared = _trace([_op("aten::zeros_like", "native", 3)])
-    verdict, reason = _verdicts(tmp_path, only_shared)["torch.optim.Adam:cpu_fallback"]
-    assert verdict == "not_exercised" and "other code" in reason
-    # opt.step() runs Adam's fallback op on another line: that confirms the finding.
-    stepped = _trace([_op("aten::_foreach_addcdiv_.ScalarList", "cpu_fallback", 10)])
-    verdict, reason = _verdicts(tmp_path, stepped)["torch.optim.Adam:cpu_fallback"]
-    assert verdict == "confirmed" and "_foreach_addcdiv_" in reason
+    # MSELoss reaches aten::mse_loss, a CPU fallback: other ops prove nothing about it.
+    unrelated = _trace([_op("aten::sub.Tensor", "native", 10)])
+    verdict, _ = _verdicts(tmp_path, unrelated)["torch.nn.MSELoss:cpu_fallback"]
+    assert verdict == "not_exercised"
+    # criterion(out, y) runs its fallback op on another line: that confirms the finding.
+    called = _trace([_op("aten::mse_loss", "cpu_fallback", 10)])
+    verdict, reason = _verdicts(tmp_path, called)["torch.nn.MSELoss:cpu_fallback"]
+    assert verdict == "confirmed" and "aten::mse_loss" in reason
 
 
 def test_nothing_ran_means_no_agreement_figure(tmp_path: Path) -> None:
