@@ -132,10 +132,12 @@ def run_demo(
     )
     console.print(Rule("summary"))
     falling = len(losses) >= 2 and losses[-1] < losses[0]
+    refusals = result.trace.get("refusals", [])
+    stopped = f" (refused {refusals[0]['op']} at {refusals[0]['location']})" if refusals else ""
     agreement = "n/a" if outcome.agreement is None else f"{outcome.agreement:.0%}"
     console.print(
         f"scan: {outcome.scan_xla_uses} torch_xla uses | rewrite: {outcome.files_changed} files, "
-        f"{outcome.rewrite_conversion:.0f}% converted | run: exit {outcome.run_exit_code}"
+        f"{outcome.rewrite_conversion:.0f}% converted | run: exit {outcome.run_exit_code}{stopped}"
         + (
             f", loss {losses[0]:.4f} -> {losses[-1]:.4f}{' (falling)' if falling else ''}"
             if losses
