@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-SOURCE = "import torch\nimport torch_xla.core.xla_model as xm\nxm.mark_step()\nv, i = torch.sort(torch.ones(3))\n"
+SOURCE = """import torch
+import torch_xla.core.xla_model as xm
+
+xm.mark_step()
+v, i = torch.sort(torch.ones(3))
+"""
 
 # `sys.modules["torch"] = None` makes every `import torch` fail, as on a machine without it.
 RUN = """
