@@ -135,15 +135,21 @@ _NOT_CHILD_FIELDS = frozenset(
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
 
 
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """The node's children in source order, as `ast.iter_child_nodes` gives them, less
-    expression contexts, operators and identifiers."""
-    kind = type(node)
+_REVERSED_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type[ast.AST]) -> tuple[str, ...]:
     fields = _CHILD_FIELDS.get(kind)
     if fields is None:
         fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILD_FIELDS)
+    return fields
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The node's children in source order, as `ast.iter_child_nodes` gives them, less
+    expression contexts, operators and identifiers."""
     children: list[ast.AST] = []
-    for name in fields:
+    for name in _child_fields(type(node)):
         value = getattr(node, name, None)
         if value is None:
             continue
@@ -293,7 +299,8 @@ class _Builder:
         idiom_nodes = model.idiom_nodes
         guarded_nodes = model.guarded_nodes
         Name, Attribute, Constant, Call = ast.Name, ast.Attribute, ast.Constant, ast.Call
-        Load = ast.Load
+        Load, AST = ast.Load, ast.AST
+        reversed_fields = _REVERSED_CHILD_FIELDS
         # Stack of (node, scope, guarded). Children are pushed in reverse for source order.
         stack: list[tuple[ast.AST, Scope, bool]] = [(tree, model.module_scope, False)]
         push = stack.append
@@ -328,10 +335,23 @@ class _Builder:
             elif kind in _IDIOM_KINDS:
                 idiom_nodes.append((node, guarded))
 
-            children = child_nodes(node)
-            for child in reversed(children):
-                parents[id(child)] = node
-                push((child, scope, guarded))
+            # Push the children last-first (so they pop in source order), inline: this loop
+            # runs for most nodes, and a call per node costs more than the loop itself.
+            fields = reversed_fields.get(kind)
+            if fields is None:
+                fields = reversed_fields[kind] = _child_fields(kind)[::-1]
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                if value is None:
+                    continue
+                if value.__class__ is list:
+                    for item in reversed(value):
+                        if isinstance(item, AST):
+                            parents[id(item)] = node
+                            push((item, scope, guarded))
+                elif isinstance(value, AST):
+                    parents[id(value)] = node
+                    push((value, scope, guarded))
 
     def _guards(self, node: ast.AST, kind: type) -> bool:
         """Whether an `if`/`try` makes its children guarded."""
