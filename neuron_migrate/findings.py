@@ -6,7 +6,7 @@ They are frozen dataclasses so they pickle across the process pool and serialise
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 # What a finding says about the code on the target device.
@@ -56,9 +56,14 @@ class Finding:
     cell: int | None = None  # notebook cell index, when the file is a notebook
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # A plain field copy: dataclasses.asdict deep-copies and is ~7x slower, which shows
+        # on reports with tens of thousands of findings.
+        data = {name: getattr(self, name) for name in _FINDING_FIELDS}
         data["aten"] = list(self.aten)
         return data
+
+
+_FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
 @dataclass(frozen=True)

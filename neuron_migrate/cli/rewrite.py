@@ -12,20 +12,15 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from neuron_migrate.engine import default_jobs
 from neuron_migrate.errors import UsageError
-from neuron_migrate.rewriter import (
-    FileRewrite,
-    RewriteSummary,
-    copy_tree,
-    report_json,
-    rewrite_tree,
-    write_atomically,
-)
+
+if TYPE_CHECKING:
+    from neuron_migrate.rewriter import RewriteSummary
 
 
 class RewriteFormat(str, Enum):
@@ -93,6 +88,17 @@ def rewrite(
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
     err = Console(stderr=True)
+    # libcst loads only when a rewrite runs: other commands start faster.
+    from neuron_migrate.engine import default_jobs
+    from neuron_migrate.rewriter import (
+        FileRewrite,
+        RewriteSummary,
+        copy_tree,
+        report_json,
+        rewrite_tree,
+        write_atomically,
+    )
+
     summary = RewriteSummary()
     results: list[FileRewrite] = []
     colour = _use_colour()

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from neuron_migrate import api
 from neuron_migrate.errors import UsageError
 from neuron_migrate.report.formats import FORMATS
+
+if TYPE_CHECKING:
+    from neuron_migrate.api import ScanReport
 
 OPTIONS_HELP = "Repeatable or comma-separated."
 
@@ -119,6 +122,8 @@ def scan(
         disable=not show_progress,
     ) as bar:
         task = bar.add_task("scan", total=None)
+        from neuron_migrate import api  # the engine loads only when a scan runs
+
         report = api.scan(
             path,
             target=target,
@@ -151,7 +156,7 @@ def exit_with(code: int) -> None:
 
 
 def emit_report(
-    report: api.ScanReport, output_format: str, output: Path | None, *, show_native: bool = False
+    report: ScanReport, output_format: str, output: Path | None, *, show_native: bool = False
 ) -> None:
     """Render `report` to stdout or to `output` (atomically); shared with `report merge`."""
     err = Console(stderr=True)
