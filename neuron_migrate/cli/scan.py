@@ -110,7 +110,8 @@ def scan(
     baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
 
-    err = Console(stderr=True)
+    # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
+    err = Console(stderr=True, force_terminal=True if progress else None)
     show_progress = err.is_terminal if progress is None else progress
     with Progress(
         TextColumn("scanning"),
