@@ -48,5 +48,19 @@ def _order(finding: Any) -> tuple[str, int, int, int, str]:
     return (finding.path, finding.cell or 0, finding.line, finding.col, finding.code)
 
 
+_FINDINGS_SLOT = "\x00findings\x00"
+
+
 def render_json(report: ScanReport) -> str:
-    return json.dumps(scan_to_dict(report), indent=2) + "\n"
+    """Indented JSON with one finding per line: readable and grep-able, and written by json's C
+    encoder (an indented dump of 80,000 findings takes seconds in the pure-Python one)."""
+    data = scan_to_dict(report)
+    findings = data["findings"]
+    data["findings"] = _FINDINGS_SLOT
+    text = json.dumps(data, indent=2)
+    if findings:
+        rows = ",\n    ".join(json.dumps(f, separators=(", ", ": ")) for f in findings)
+        listed = f"[\n    {rows}\n  ]"
+    else:
+        listed = "[]"
+    return text.replace(json.dumps(_FINDINGS_SLOT), listed, 1) + "\n"
