@@ -53,8 +53,18 @@ class ScanReport:
     changed_since: str | None = None
     config_path: str | None = None
 
+    _fail_on_by_path: dict[str, frozenset[str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
     def fail_on_for(self, path: str) -> frozenset[str]:
-        return self.policy.fail_on_for(path) if self.policy is not None else self.fail_on
+        if self.policy is None:
+            return self.fail_on
+        # Per-path overrides are globs: match each path once, not once per finding.
+        cached = self._fail_on_by_path.get(path)
+        if cached is None:
+            cached = self._fail_on_by_path[path] = self.policy.fail_on_for(path)
+        return cached
 
     def is_new(self, finding: Finding) -> bool:
         """True unless a baseline is in use and already holds this finding."""
