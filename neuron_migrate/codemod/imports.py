@@ -7,6 +7,7 @@ change which branch runs, so it stays with a marker instead.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 
@@ -220,6 +221,54 @@ def _insertion_point(body: Sequence[cst.BaseStatement]) -> tuple[int, bool]:
     return index, found
 
 
+def _top_module(statement: cst.BaseStatement) -> str | None:
+    """`os` for `import os.path`, `torch` for `from torch import nn`; None for anything else."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    node = statement.body[0]
+    if isinstance(node, cst.Import):
+        name: cst.BaseExpression = node.names[0].name
+    elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+        name = node.module
+    else:
+        return None
+    full = cst.helpers.get_full_name_for_node(name)
+    return full.partition(".")[0] if full else None
+
+
+def _place_in_group(
+    body: list[cst.BaseStatement], start: int, end: int, statement: cst.BaseStatement, root: str
+) -> bool:
+    """Put `import os` among the leading block's standard-library imports (in order) and
+    `import torch...` after its last torch import, so the file keeps its import groups."""
+    roots = [_top_module(body[i]) for i in range(start, end)]
+    if root == "torch":
+        spots = [start + i for i, r in enumerate(roots) if r == "torch"]
+        if not spots:
+            return False
+        body.insert(spots[-1] + 1, statement.with_changes(leading_lines=[]))
+        return True
+    stdlib = [start + i for i, r in enumerate(roots) if r in sys.stdlib_module_names]
+    if not stdlib:
+        return False
+    run = [stdlib[0]]
+    while run[-1] + 1 in stdlib and not _starts_group(body[run[-1] + 1]):
+        run.append(run[-1] + 1)
+    later = [i for i in run if (_top_module(body[i]) or "") > root]
+    if later and later[0] == run[0]:
+        first = body[run[0]]
+        body[run[0]] = first.with_changes(leading_lines=[])
+        body.insert(run[0], statement.with_changes(leading_lines=first.leading_lines))
+    else:
+        position = later[0] if later else run[-1] + 1
+        body.insert(position, statement.with_changes(leading_lines=[]))
+    return True
+
+
+def _starts_group(statement: cst.BaseStatement) -> bool:
+    return any(line.comment is None for line in getattr(statement, "leading_lines", ()))
+
+
 def _blank() -> cst.EmptyLine:
     return cst.EmptyLine(indent=True)
 
@@ -234,6 +283,19 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
         return module
     body: list[cst.BaseStatement] = list(module.body)
     index, found = _insertion_point(body)
+    if found:
+        start = 1 if body and _is_docstring(body[0]) else 0
+        remaining = []
+        for text, statement in zip(lines, new, strict=True):
+            root = (
+                "os" if text == "import os" else "torch" if text.startswith("import torch") else ""
+            )
+            if root and _place_in_group(body, start, index, statement, root):
+                index += 1
+            else:
+                remaining.append((text, statement))
+        lines = [text for text, _ in remaining]
+        new = [statement for _, statement in remaining]
     if found and lines and lines[0] == "import os":  # the standard library goes first
         start = 1 if body and _is_docstring(body[0]) else 0
         os_line = new.pop(0).with_changes(leading_lines=getattr(body[start], "leading_lines", ()))
