@@ -258,7 +258,8 @@ def _place_in_group(
     if later and later[0] == run[0]:
         first = body[run[0]]
         body[run[0]] = first.with_changes(leading_lines=[])
-        body.insert(run[0], statement.with_changes(leading_lines=first.leading_lines))
+        leading = getattr(first, "leading_lines", ())
+        body.insert(run[0], statement.with_changes(leading_lines=leading))
     else:
         position = later[0] if later else run[-1] + 1
         body.insert(position, statement.with_changes(leading_lines=[]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from neuron_migrate.codemod.engine import rewrite_source
 
-SOURCE = '''import argparse
+SOURCE = """import argparse
 import sys
 
 import torch
@@ -19,7 +19,7 @@ def main():
     rank = xm.get_ordinal()
     local = xm.get_local_ordinal()
     return rank, local, sys.argv, argparse, torch, nn, Net
-'''
+"""
 
 
 def test_added_imports_join_their_groups() -> None:
