@@ -16,13 +16,11 @@ from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
 from neuron_migrate.findings import FileError, FileResult, Finding
 from neuron_migrate.matrix import load_matrix, resolve_version
 from neuron_migrate.matrix.api_map import load_api_map
-from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
+from neuron_migrate.source import DEFAULT_MAX_BYTES
 from neuron_migrate.suppressions import (
-    MARKER,
     SuppressedFinding,
     Suppression,
     apply_suppressions,
-    parse_suppressions,
 )
 
 
@@ -146,8 +144,8 @@ def scan(
             jobs=jobs or default_jobs(),
             cache=cache,
         )
-        for source, result in zip(sources, results, strict=True):
-            _collect(report, result, _file_suppressions(source, result, max_bytes))
+        for result in results:
+            _collect(report, result, list(result.extra.get("suppressions", ())))
             progress()
         if notebooks:
             from neuron_migrate.notebook_scan import scan_notebook
@@ -180,19 +178,6 @@ def _select_files(
 
         files = [f for f in files if in_shard(f.display, shard)]
     return files
-
-
-def _file_suppressions(source: SourcePath, result: FileResult, max_bytes: int) -> list[Suppression]:
-    """Suppression comments of a source file. Only files holding the marker are tokenized."""
-    if result.error is not None:
-        return []
-    data = read_bytes(source.path, source.display, max_bytes)
-    if isinstance(data, FileError) or MARKER not in data:
-        return []
-    decoded = decode(data, source.display)
-    if isinstance(decoded, FileError):
-        return []
-    return parse_suppressions(decoded.text, source.display)
 
 
 def _collect(report: ScanReport, result: FileResult, suppressions: list[Suppression]) -> None:

@@ -33,7 +33,7 @@ def file_key(config_digest: str, display: str, data: bytes) -> str:
 class ResultCache:
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(directory / "scan-results-v1.sqlite")
+        self._db = sqlite3.connect(directory / "scan-results-v2.sqlite")
         self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB)")
         self._pending: list[tuple[str, bytes]] = []
 

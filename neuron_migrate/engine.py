@@ -16,7 +16,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from neuron_migrate import __version__
@@ -30,6 +30,7 @@ from neuron_migrate.matrix.api_map import load_api_map
 from neuron_migrate.resources import matrix_dir, rules_dir
 from neuron_migrate.ruleset import load_ruleset
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes, syntax_error
+from neuron_migrate.suppressions import MARKER, parse_suppressions
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,21 @@ def _analyze_bytes(job: tuple[bytes, str, str]) -> FileResult:
     decoded = decode(data, display)
     if isinstance(decoded, FileError):
         return FileResult(display, error=decoded)
-    return analyze_source(decoded.text, display, target)
+    return _with_suppressions(analyze_source(decoded.text, display, target), data, decoded.text)
+
+
+def _with_suppressions(result: FileResult, data: bytes, text: str | None) -> FileResult:
+    """The file's suppression comments ride with its result (and its cache entry), so the main
+    process never reads the file a second time to find them."""
+    if result.error is not None or MARKER not in data:
+        return result
+    if text is None:
+        decoded = decode(data, result.path)
+        if isinstance(decoded, FileError):
+            return result
+        text = decoded.text
+    suppressions = tuple(parse_suppressions(text, result.path))
+    return replace(result, extra={**result.extra, "suppressions": suppressions})
 
 
 def _analyze_batch(jobs: list[tuple[bytes, str, str]]) -> list[bytes]:
@@ -151,7 +166,8 @@ def scan_files(
                 yield FileResult(source.display, extra={"skipped": "empty file"}), None, ""
                 continue
             if not may_hold_findings(data):
-                yield FileResult(source.display, skipped_by_prefilter=True), None, ""
+                skipped = FileResult(source.display, skipped_by_prefilter=True)
+                yield _with_suppressions(skipped, data, None), None, ""
                 continue
             key = file_key(digest, source.display, data)
             cached = cache.get(key)
