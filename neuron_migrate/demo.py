@@ -7,12 +7,9 @@ simulated device) -> verify (the scan of the migrated code reconciled with the r
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,16 +46,6 @@ class DemoResult:
     not_exercised: int
 
 
-@contextlib.contextmanager
-def _working_directory(path: Path) -> Iterator[None]:
-    previous = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
-
-
 def run_demo(
     console: Console,
     *,
@@ -68,7 +55,6 @@ def run_demo(
     keep: bool = False,
 ) -> DemoResult:
     from neuron_migrate import runner
-    from neuron_migrate.matrix.api_map import load_api_map
     from neuron_migrate.report.terminal import render_terminal
     from neuron_migrate.report.verify_report import render_verify_terminal
     from neuron_migrate.rewriter import RewriteSummary, rewrite_tree, write_atomically
@@ -104,8 +90,7 @@ def run_demo(
     console.print(Rule("3. run: the migrated code on the simulated neuron device"))
     command = ["python", "train.py", "--steps", str(steps), "--log-every", "1"]
     console.print(f"$ neuron-migrate run -- {' '.join(command)}   (in {tree})")
-    with _working_directory(tree):
-        result = runner.run(command, scan.target, capture_output=True)
+    result = runner.run(command, scan.target, capture_output=True, cwd=tree)
     console.print(escape(result.output.rstrip()), highlight=False)
     for line in runner.summary_lines(result.trace):
         console.print(escape(line), highlight=False)
@@ -113,8 +98,7 @@ def run_demo(
 
     console.print(Rule("4. verify: the static report confirmed by the run"))
     migrated = api.scan(tree, target=scan.target, fail_on=("none",), use_cache=False)
-    modules = frozenset(load_api_map(migrated.torch_version).modules)
-    report = reconcile(migrated, result.trace, cwd=tree, module_apis=modules)
+    report = reconcile(migrated, result.trace, cwd=tree)
     render_verify_terminal(report, console, show_native=False)
 
     outcome = DemoResult(

@@ -46,8 +46,10 @@ def run(
     *,
     capture_output: bool = False,
     stdout_to_stderr: bool = False,
+    cwd: Path | None = None,
 ) -> RunResult:
-    """Run `command` under the simulated device for `target` (None: newest matrix).
+    """Run `command` under the simulated device for `target` (None: newest matrix), in `cwd`
+    (default: the current folder), which is also what trace locations are shown relative to.
 
     With `capture_output`, the command's stdout is returned instead of shown (stderr is shown);
     with `stdout_to_stderr`, it is shown on stderr, leaving stdout to a report.
@@ -55,11 +57,12 @@ def run(
     from neuron_migrate.matrix import load_matrix
 
     version = load_matrix(target).version  # raises UnknownTargetError for a bad --target
-    argv, env = prepare(command, version)
+    workdir = cwd or Path.cwd()
+    argv, env = prepare(command, version, workdir)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-run-") as trace_dir:
         env[TRACE_DIR_ENV] = trace_dir
-        exit_code, output = _execute(argv, env, capture_output, stdout_to_stderr)
+        exit_code, output = _execute(argv, env, workdir, capture_output, stdout_to_stderr)
         process_traces = read_process_traces(Path(trace_dir))
     trace = merge_traces(
         process_traces,
@@ -67,12 +70,14 @@ def run(
         command=list(command),
         exit_code=exit_code,
         wall_time_s=time.perf_counter() - started,
-        cwd=Path.cwd(),
+        cwd=workdir,
     )
     return RunResult(exit_code, trace, output)
 
 
-def prepare(command: Sequence[str], version: str) -> tuple[list[str], dict[str, str]]:
+def prepare(
+    command: Sequence[str], version: str, cwd: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
     """The argv to start and the environment that activates the simulated device in it."""
     if not command:
         raise UsageError("run: give the command to run after `--`, e.g. `run -- python train.py`")
@@ -84,13 +89,13 @@ def prepare(command: Sequence[str], version: str) -> tuple[list[str], dict[str, 
     # the one where the simulated device is installed.
     bin_dir = os.path.dirname(sys.executable)
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
-    return resolve_argv(command, env["PATH"]), env
+    return resolve_argv(command, env["PATH"], cwd or Path.cwd()), env
 
 
-def resolve_argv(command: Sequence[str], path: str) -> list[str]:
+def resolve_argv(command: Sequence[str], path: str, cwd: Path | None = None) -> list[str]:
     first, rest = command[0], list(command[1:])
     if first.endswith(".py"):
-        if not Path(first).is_file():
+        if not ((cwd or Path.cwd()) / first).is_file():
             raise UsageError(f"run: no such script: {first}")
         return [sys.executable, first, *rest]
     if first in _PYTHON_NAMES:
@@ -102,7 +107,7 @@ def resolve_argv(command: Sequence[str], path: str) -> list[str]:
 
 
 def _execute(
-    argv: list[str], env: dict[str, str], capture_output: bool, stdout_to_stderr: bool
+    argv: list[str], env: dict[str, str], cwd: Path, capture_output: bool, stdout_to_stderr: bool
 ) -> tuple[int, str]:
     """Run to completion with inherited stdio; a Ctrl-C reaches the child, and we wait for it."""
     stdout: int | None = None
@@ -111,7 +116,7 @@ def _execute(
     elif stdout_to_stderr:
         sys.stderr.flush()
         stdout = sys.stderr.fileno()
-    process = subprocess.Popen(argv, env=env, stdout=stdout, text=capture_output)
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, text=capture_output)
     output = ""
     while True:
         try:

@@ -212,10 +212,9 @@ class _Reconciler:
         )
 
     def module(self, finding: Finding) -> Reconciled:
-        # A module's ops run where the module is called, often in another file: match them
-        # against the whole run.
-        # Other code runs the same common ops, so only the ops that give the finding its status
-        # (its fallback or unsupported ops) can confirm it.
+        # A module's ops run where it is called, often in another file: match them against the
+        # whole run. Other code runs the same common ops, so only the ops that give the finding
+        # its status (its fallback or unsupported ops) can confirm it.
         ran = {
             base: self.index.ops_anywhere[base]
             for base in {_base(op) for op in finding.aten}
@@ -269,9 +268,7 @@ class _Reconciler:
             )
         return Reconciled(finding, "not_exercised", None, "the run never reached this line")
 
-    def unpredicted(
-        self, predicted_lines: dict[Location, set[str]], predicted_anywhere: set[str]
-    ) -> list[Unpredicted]:
+    def unpredicted(self, predicted_anywhere: set[str]) -> list[Unpredicted]:
         """Ops that ran from a line of the scanned tree and that no finding accounts for: not
         predicted at that line, nor by a module/optimizer finding (whose ops run anywhere)."""
         missed = []
@@ -281,7 +278,7 @@ class _Reconciler:
                 shown = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue  # outside the scanned tree
-            wanted = predicted_lines.get(where, set()) | predicted_anywhere
+            wanted = self.predicted.get(where, set()) | predicted_anywhere
             for op, status in ops.items():
                 if _base(op) not in wanted:
                     count = self.index.counts.get((where, op), 0)
@@ -289,10 +286,11 @@ class _Reconciler:
         return sorted(missed, key=lambda u: (-_RANK.get(u.status, 0), u.location, u.op))
 
 
-def runs_later(api: str, module_apis: frozenset[str]) -> bool:
+def runs_later(api: str) -> bool:
     """Objects whose ops run when they are used, not where they are built: nn modules,
-    optimizers, schedulers -- any class. Their findings are matched against the whole run."""
-    return api in module_apis or api.rsplit(".", 1)[-1][:1].isupper()
+    optimizers, schedulers -- any class (every nn module in the API map is one). Their findings
+    are matched against the whole run."""
+    return api.rsplit(".", 1)[-1][:1].isupper()
 
 
 def reconcile(
@@ -300,7 +298,6 @@ def reconcile(
     trace: Mapping[str, Any],
     *,
     cwd: Path,
-    module_apis: frozenset[str] = frozenset(),
 ) -> VerifyReport:
     """Reconcile a scan of the code that ran with the run's trace."""
     reconciler = _Reconciler(scan, trace, cwd)
@@ -315,12 +312,12 @@ def reconcile(
         reconciler.predicted[reconciler.where(finding)].update(bases)
     predicted_anywhere: set[str] = set()
     for finding in verifiable:
-        later = runs_later(finding.api, module_apis)
+        later = runs_later(finding.api)
         item = reconciler.reconcile(finding, later)
         report.items.append(item)
         if later and item.verdict != "not_exercised":
             predicted_anywhere.update(_base(op) for op in finding.aten)
-    report.unpredicted = reconciler.unpredicted(reconciler.predicted, predicted_anywhere)
+    report.unpredicted = reconciler.unpredicted(predicted_anywhere)
     return report
 
 
@@ -337,13 +334,11 @@ def verify(
     This executes `command` by design.
     """
     from neuron_migrate import api, runner
-    from neuron_migrate.matrix.api_map import load_api_map
 
     scan_fail_on = tuple(v for v in fail_on if v != "contradiction")
     scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)
     result = runner.run(command, scan.target, stdout_to_stderr=True)
-    api_map = load_api_map(scan.torch_version)
-    return reconcile(scan, result.trace, cwd=Path.cwd(), module_apis=frozenset(api_map.modules))
+    return reconcile(scan, result.trace, cwd=Path.cwd())
 
 
 def parse_verify_fail_on(values: Iterable[str]) -> tuple[tuple[str, ...], bool]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-# A binding that is not an import: a def, a class, a parameter, an assignment of a value.
+# How a report names the meaning of a binding that is not an import (a def, a class, a
+# parameter, an assigned value) among an ambiguous name's meanings.
 LOCAL = "<local>"
 
-_FUNCTION_LIKE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)

@@ -14,7 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from neuron_migrate.analyzer.scopes import NameModel, Resolution
+from neuron_migrate.analyzer.scopes import LOCAL, NameModel, Resolution
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
 _ROOTS = frozenset(
@@ -187,7 +187,7 @@ class _SiteFinder:
         fields: dict[str, object] = {
             "qualname": qualname or _most_relevant(resolution.qualnames),
             "guarded": guarded,
-            "ambiguous": resolution.qualnames + (("<local>",) if resolution.local else ())
+            "ambiguous": resolution.qualnames + ((LOCAL,) if resolution.local else ())
             if resolution.ambiguous
             else (),
         }

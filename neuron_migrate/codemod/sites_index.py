@@ -70,10 +70,6 @@ class SiteIndex:
     def __bool__(self) -> bool:
         return bool(self.calls or self.names or self.literals or self.imports)
 
-    @property
-    def api_sites(self) -> int:
-        return len(self.calls) + len(self.names) + len(self.literals)
-
 
 def index_source(source: str, ruleset: RuleSet) -> SiteIndex:
     return SiteIndex(find_sites(source), ruleset)

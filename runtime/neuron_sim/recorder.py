@@ -30,8 +30,8 @@ class OpRecord:
     count: int = 0
     refused: int = 0
     first_location: str | None = None
-    # Where the op ran: `file:line` -> calls, for the first LOCATION_SAMPLES calls (all calls
-    # of ops that are not native). `verify` matches these lines against the static findings.
+    # Where the op ran: `file:line` -> calls, for its first LOCATION_SAMPLES calls (a stack walk
+    # each). `verify` matches these lines against the static findings.
     locations: dict[str, int] = field(default_factory=dict)
 
 

@@ -241,7 +241,7 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | N
         if op.refused:
             assert _policy is not None
             raise _policy.refuse(record)
-        if record.count < LOCATION_SAMPLES or record.status != "native":
+        if record.count < LOCATION_SAMPLES:
             assert _policy is not None
             if record.count == 0:
                 _policy.first_use(record)

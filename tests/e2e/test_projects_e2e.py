@@ -8,7 +8,6 @@ the scan reported -- the loss is finite and falls, and verify reaches the expect
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 from pathlib import Path
@@ -16,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate import api, runner
-from neuron_migrate.matrix.api_map import load_api_map
 from neuron_migrate.rewriter import RewriteSummary, rewrite_tree, write_atomically
 from neuron_migrate.verify import reconcile
 
@@ -52,15 +50,9 @@ def _resolve_optimizer_step_marker(tree: Path) -> None:
 
 
 def _run_and_verify(tree: Path, command: list[str]):  # type: ignore[no-untyped-def]
-    cwd = Path.cwd()
-    os.chdir(tree)
-    try:
-        result = runner.run(command, None, capture_output=True)
-    finally:
-        os.chdir(cwd)
+    result = runner.run(command, None, capture_output=True, cwd=tree)
     migrated = api.scan(tree, fail_on=("none",), use_cache=False)
-    modules = frozenset(load_api_map(migrated.torch_version).modules)
-    report = reconcile(migrated, result.trace, cwd=tree, module_apis=modules)
+    report = reconcile(migrated, result.trace, cwd=tree)
     losses = [float(m.group(2)) for m in LOSS.finditer(result.output)]
     return result, migrated, report, losses
 

@@ -75,7 +75,7 @@ def test_agreement_and_unpredicted_ops(tmp_path: Path) -> None:
 
 
 def test_a_module_needs_its_own_fallback_ops_to_be_confirmed(tmp_path: Path) -> None:
-    assert runs_later("torch.optim.Adam", frozenset()) and not runs_later("torch.add", frozenset())
+    assert runs_later("torch.optim.Adam") and not runs_later("torch.add")
     # MSELoss reaches aten::mse_loss, a CPU fallback: other ops prove nothing about it.
     unrelated = _trace([_op("aten::sub.Tensor", "native", 10)])
     verdict, _ = _verdicts(tmp_path, unrelated)["torch.nn.MSELoss:cpu_fallback"]
