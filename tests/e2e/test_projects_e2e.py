@@ -59,10 +59,10 @@ def _run_and_verify(tree: Path, command: list[str]):  # type: ignore[no-untyped-
 
 def _no_torch_xla_left(tree: Path) -> None:
     for path in tree.rglob("*.py"):
-        for line_no, line in enumerate(path.read_text().splitlines()):
+        lines = path.read_text().splitlines()
+        for line_no, line in enumerate(lines):
             if re.match(r"\s*(import|from)\s+torch_xla", line):
-                previous = path.read_text().splitlines()[line_no - 1]
-                assert "TODO(neuron-migrate" in previous, f"{path.name}:{line_no + 1}"
+                assert "TODO(neuron-migrate" in lines[line_no - 1], f"{path.name}:{line_no + 1}"
 
 
 def _assert_training(losses: list[float], steps: int) -> None:
