@@ -13,15 +13,13 @@ from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
 from neuron_migrate.config import Config, Policy, make_policy, resolve_config
 from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
-from neuron_migrate.findings import FileError, FileResult, Finding
-from neuron_migrate.matrix import load_matrix, resolve_version
-from neuron_migrate.matrix.api_map import load_api_map
+from neuron_migrate.file_findings import FileFindings
+from neuron_migrate.findings import FileError, Finding
+from neuron_migrate.matrix.versions import resolve_version
+from neuron_migrate.scan_data import header_for
+from neuron_migrate.scanned import ScannedFile
 from neuron_migrate.source import DEFAULT_MAX_BYTES
-from neuron_migrate.suppressions import (
-    SuppressedFinding,
-    Suppression,
-    apply_suppressions,
-)
+from neuron_migrate.suppressions import SuppressedFinding, Suppression
 
 
 @dataclass
@@ -29,7 +27,8 @@ class ScanReport:
     root: str
     target: str
     torch_version: str
-    findings: list[Finding] = field(default_factory=list)  # reported: not suppressed
+    # The reported findings (not suppressed), file by file; `findings` decodes them.
+    files: list[FileFindings] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     unmapped_apis: Counter[str] = field(default_factory=Counter)
@@ -54,6 +53,17 @@ class ScanReport:
     _fail_on_by_path: dict[str, frozenset[str]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _decoded: tuple[int, list[Finding]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every reported finding as a `Finding`, in path order, decoded on first use (the JSON
+        report and the summary never need them). `files` only grows, so its length tells
+        whether a decoded list is current."""
+        if self._decoded is None or self._decoded[0] != len(self.files):
+            decoded = [f for table in sorted(self.files, key=_path) for f in table.decode()]
+            self._decoded = (len(self.files), decoded)
+        return self._decoded[1]
 
     def fail_on_for(self, path: str) -> frozenset[str]:
         if self.policy is None:
@@ -66,14 +76,35 @@ class ScanReport:
 
     def is_new(self, finding: Finding) -> bool:
         """True unless a baseline is in use and already holds this finding."""
-        return self.baseline is None or finding.fingerprint not in self.baseline.fingerprints
+        return self.is_new_fingerprint(finding.fingerprint)
 
-    @property
-    def new_findings(self) -> list[Finding]:
-        return [f for f in self.findings if self.is_new(f)]
+    def is_new_fingerprint(self, fingerprint: str) -> bool:
+        return self.baseline is None or fingerprint not in self.baseline.fingerprints
 
     def fails(self, finding: Finding) -> bool:
         return self.is_new(finding) and finding.status in self.fail_on_for(finding.path)
+
+    def gate_flags(self, table: FileFindings) -> list[bool]:
+        """For each finding of `table`: does it fail the gate?"""
+        fail_on = self.fail_on_for(table.path)
+        if self.baseline is None:
+            return [status in fail_on for status in table.statuses]
+        known = self.baseline.fingerprints
+        return [
+            status in fail_on and fingerprint not in known
+            for status, fingerprint in zip(table.statuses, table.fingerprints, strict=True)
+        ]
+
+    @property
+    def new_count(self) -> int:
+        if self.baseline is None:
+            return sum(map(len, self.files))
+        known = self.baseline.fingerprints
+        return sum(fp not in known for table in self.files for fp in table.fingerprints)
+
+    @property
+    def failing_count(self) -> int:
+        return sum(sum(self.gate_flags(table)) for table in self.files)
 
     @property
     def gate_failures(self) -> list[Finding]:
@@ -81,7 +112,11 @@ class ScanReport:
 
     @property
     def passed(self) -> bool:
-        return not self.gate_failures
+        return self.failing_count == 0
+
+
+def _path(table: FileFindings) -> str:
+    return table.path
 
 
 def scan(
@@ -113,12 +148,15 @@ def scan(
         config = resolve_config(root)
     base = root if root.is_dir() else root.parent
     policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
-    matrix = load_matrix(resolve_version(target or config.target))
+    version = resolve_version(target or config.target)
     files = _select_files(root, exclude, policy, changed_since, shard)
+    cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
+    settings = ScanSettings(target=version, max_bytes=max_bytes, data_dir=cache.directory)
+    header = header_for(version, cache.directory)
     report = ScanReport(
         root=str(root),
-        target=matrix.version,
-        torch_version=matrix.torch_version,
+        target=header.version,
+        torch_version=header.torch_version,
         files_total=len(files),
         fail_on=policy.fail_on,
         base=str(base) if str(base) else ".",
@@ -127,35 +165,29 @@ def scan(
         shard=shard,
         changed_since=changed_since,
         config_path=str(config.path) if config.path is not None else None,
-        api_map_coverage=load_api_map(matrix.torch_version).coverage(),
+        api_map_coverage=header.api_map_coverage,
     )
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
-    cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
 
     def progress() -> None:
         if on_progress is not None:
             on_progress(report.files_done, report.files_total)
 
     try:
-        results = scan_files(
-            sources,
-            ScanSettings(target=matrix.version, max_bytes=max_bytes),
-            jobs=jobs or default_jobs(),
-            cache=cache,
-        )
+        results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
         for result in results:
-            _collect(report, result, list(result.extra.get("suppressions", ())))
+            _collect(report, result)
             progress()
         if notebooks:
             from neuron_migrate.notebook_scan import scan_notebook
 
             for source in notebooks:
-                result, suppressions = scan_notebook(source, matrix.version, max_bytes, cache)
-                _collect(report, result, suppressions)
+                _collect(report, scan_notebook(source, settings, cache))
                 progress()
     finally:
         cache.close()
+    report.files.sort(key=_path)
     report.elapsed_s = time.perf_counter() - started
     return report
 
@@ -180,25 +212,29 @@ def _select_files(
     return files
 
 
-def _collect(report: ScanReport, result: FileResult, suppressions: list[Suppression]) -> None:
+def _collect(report: ScanReport, result: ScannedFile) -> None:
     report.files_done += 1
     if result.error is not None:
         report.errors.append(result.error)
         return
-    applied = apply_suppressions(result.findings, suppressions)
-    policy = report.policy
-    report.unused_suppressions.extend(applied.unused)
-    if result.skipped_by_prefilter:
+    report.unused_suppressions.extend(result.unused_suppressions)
+    if result.prefiltered:
         report.files_prefiltered += 1
         return
-    skipped = result.extra.get("skipped")
-    if skipped:
-        report.skipped.append({"path": result.path, "reason": str(skipped)})
+    if result.skipped:
+        report.skipped.append({"path": result.path, "reason": result.skipped})
         return
     report.files_analyzed += 1
     report.files_cached += result.from_cache
-    report.findings.extend(f for f in applied.kept if policy is None or policy.keeps(f))
-    report.suppressed.extend(
-        s for s in applied.suppressed if policy is None or policy.keeps(s.finding)
-    )
-    report.unmapped_apis.update(result.extra.get("unmapped_apis", {}))
+    table, suppressed = result.findings, result.suppressed
+    if report.policy is not None and report.policy.filters_codes:
+        kept = report.policy.codes_kept(
+            result.path, {*(table.codes if table else ()), *(s.finding.code for s in suppressed)}
+        )
+        if table is not None:
+            table = table.where([kept[code] for code in table.codes])
+        suppressed = tuple(s for s in suppressed if kept[s.finding.code])
+    if table:
+        report.files.append(table)
+    report.suppressed.extend(suppressed)
+    report.unmapped_apis.update(result.unmapped_apis)

@@ -1,8 +1,9 @@
 """A content-hash cache of per-file scan results, so an unchanged file is never parsed twice.
 
 The key covers everything a result depends on: the file's bytes and display path, the tool
-version, and a digest of the rules, the matrix and the API map in use. One SQLite file; only the
-main process reads and writes it.
+version, and a digest of the rules, the matrix and the API map in use. The value is the
+file's `ScannedFile`, report rows included, so a re-scan neither analyses nor encodes it
+again. One SQLite file; only the main process reads and writes it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import hashlib
 import os
 import pickle
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
-from neuron_migrate.findings import FileResult
+from neuron_migrate.scanned import ScannedFile
 
 
 def default_cache_dir() -> Path:
@@ -30,36 +32,58 @@ def file_key(config_digest: str, display: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
+# SQLite's limit on the parameters of one statement is 999 in older builds.
+_MAX_QUERY_KEYS = 900
+# Named by the layout of its entries: another layout is another file, never misread.
+_DB_NAME = "scan-results-v4.sqlite"
+
+
 class ResultCache:
+    """Each entry: the file's `ScannedFile` pickled without its report rows, and the rows
+    (tens of MB over a large tree) in a column of their own, so a re-scan reads them once,
+    through a memory map, instead of copying them out of a pickle as well."""
+
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(directory / "scan-results-v2.sqlite")
-        self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB)")
-        self._pending: list[tuple[str, bytes]] = []
+        self.directory: Path | None = directory
+        self._db = sqlite3.connect(directory / _DB_NAME)
+        self._db.execute("PRAGMA mmap_size = 1073741824")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB, rows BLOB)"
+        )
+        self._pending: list[tuple[str, bytes, bytes]] = []
 
-    def get(self, key: str) -> FileResult | None:
-        row = self._db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        try:
-            result = pickle.loads(row[0])
-        except Exception:  # an entry from another tool version that no longer unpickles
-            return None
-        return result if isinstance(result, FileResult) else None
+    def get(self, key: str) -> ScannedFile | None:
+        return self.get_many([key]).get(key)
 
-    def put(self, key: str, result: FileResult) -> None:
-        self.put_pickled(key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    def get_many(self, keys: list[str]) -> dict[str, ScannedFile]:
+        """The cached results among `keys`, in one query per 900 (a re-scan asks for all)."""
+        found: dict[str, ScannedFile] = {}
+        for start in range(0, len(keys), _MAX_QUERY_KEYS):
+            chunk = keys[start : start + _MAX_QUERY_KEYS]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT key, meta, rows FROM results WHERE key IN ({marks})"
+            for key, meta, rows in self._db.execute(query, chunk):
+                result = _joined(meta, rows)
+                if result is not None:
+                    found[key] = result
+        return found
 
-    def put_pickled(self, key: str, blob: bytes) -> None:
-        """Store a result that is already pickled (as the workers send them)."""
-        self._pending.append((key, blob))
+    def put(self, key: str, result: ScannedFile) -> None:
+        table = result.findings
+        rows = table.rows if table is not None else b""
+        if rows:
+            result = replace(result, findings=table.with_rows(b""))  # type: ignore[union-attr]
+        self._pending.append((key, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), rows))
         if len(self._pending) >= 500:
             self.flush()
 
     def flush(self) -> None:
         if self._pending:
             with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", self._pending)
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO results VALUES (?, ?, ?)", self._pending
+                )
             self._pending.clear()
 
     def close(self) -> None:
@@ -67,14 +91,28 @@ class ResultCache:
         self._db.close()
 
 
+def _joined(meta: bytes, rows: bytes) -> ScannedFile | None:
+    try:
+        result = pickle.loads(meta)
+    except Exception:  # an entry this build cannot read: analyse the file again
+        return None
+    if not isinstance(result, ScannedFile):
+        return None
+    if rows and result.findings is not None:
+        result.findings = result.findings.with_rows(rows)
+    return result
+
+
 class NoCache:
-    def get(self, key: str) -> FileResult | None:
+    directory: Path | None = None
+
+    def get(self, key: str) -> ScannedFile | None:
         return None
 
-    def put(self, key: str, result: FileResult) -> None:
-        pass
+    def get_many(self, keys: list[str]) -> dict[str, ScannedFile]:
+        return {}
 
-    def put_pickled(self, key: str, blob: bytes) -> None:
+    def put(self, key: str, result: ScannedFile) -> None:
         pass
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -247,14 +247,28 @@ class Policy:
         where = self.config_path(path)
         return [r for r in self.rules if any(fnmatch.fnmatch(where, g) for g in r.paths)]
 
+    @property
+    def filters_codes(self) -> bool:
+        """Whether any code is ever left out (select/ignore, here or in an override)."""
+        return (
+            self.select is not None
+            or bool(self.ignore)
+            or any(r.select is not None or r.ignore for r in self.rules)
+        )
+
     def keeps(self, finding: Finding) -> bool:
+        return self.codes_kept(finding.path, (finding.code,))[finding.code]
+
+    def codes_kept(self, path: str, codes: Iterable[str]) -> dict[str, bool]:
+        """Which of `codes` the scan reports for `path` (the override globs matched once)."""
         select, ignore = self.select, self.ignore
-        for rule in self._rules_for(finding.path):
+        for rule in self._rules_for(path):
             select = rule.select if rule.select is not None else select
             ignore = ignore + rule.ignore
-        if select is not None and not matches_code(finding.code, select):
-            return False
-        return not matches_code(finding.code, ignore)
+        return {
+            code: (select is None or matches_code(code, select)) and not matches_code(code, ignore)
+            for code in codes
+        }
 
     def fail_on_for(self, path: str) -> frozenset[str]:
         statuses = self.fail_on

@@ -20,9 +20,8 @@ from rich.syntax import Syntax
 
 from neuron_migrate import api
 from neuron_migrate.errors import UsageError
-from neuron_migrate.resources import sample_projects_dir
+from neuron_migrate.resources import DEFAULT_PROJECT, sample_projects_dir
 
-DEFAULT_PROJECT = "mlp_single"
 _LOSS = re.compile(r"step (\d+) loss ([0-9.eE+-]+|nan|inf)")
 
 

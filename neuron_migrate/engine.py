@@ -1,35 +1,26 @@
 """The per-file scan pipeline and the process pool that runs it.
 
 read -> prefilter -> cache lookup (main process) -> decode -> ast.parse -> sites -> findings
-(workers). Results stream back in input order; a failure in one file becomes a `FileError` for
-that file and never stops the run.
+-> suppressions -> report rows (workers). Results stream back in input order as `ScannedFile`s;
+a failure in one file becomes a `FileError` for that file and never stops the run.
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import multiprocessing
 import os
-import pickle
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
+from pathlib import Path
 
-from neuron_migrate import __version__
-from neuron_migrate.analyzer.classify import Context, classify_sites
-from neuron_migrate.analyzer.sites import find_sites
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
-from neuron_migrate.findings import FileError, FileResult
-from neuron_migrate.matrix import load_matrix
-from neuron_migrate.matrix.api_map import load_api_map
-from neuron_migrate.resources import matrix_dir, rules_dir
-from neuron_migrate.ruleset import load_ruleset
-from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes, syntax_error
+from neuron_migrate.findings import FileError
+from neuron_migrate.scan_data import Context, config_digest, context_for
+from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
+from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.suppressions import MARKER, parse_suppressions
 
 
@@ -37,86 +28,56 @@ from neuron_migrate.suppressions import MARKER, parse_suppressions
 class ScanSettings:
     target: str
     max_bytes: int = DEFAULT_MAX_BYTES
+    data_dir: Path | None = None  # where the data snapshot lives (`scan_data`); None: none
+
+    def context(self) -> Context:
+        return context_for(self.target, self.data_dir)
 
 
-@lru_cache(maxsize=4)
-def context_for(target: str) -> Context:
-    matrix = load_matrix(target)
-    torch_minor = ".".join(matrix.torch_version.split(".")[:2])
-    return Context(matrix=matrix, api_map=load_api_map(torch_minor), rules=load_ruleset())
+def _analyze_bytes(data: bytes, display: str, context: Context) -> ScannedFile:
+    # The analyzer is imported here, not above: a re-scan the cache answers never loads it.
+    from neuron_migrate.analysis import analyze_source
 
-
-@lru_cache(maxsize=4)
-def config_digest(target: str) -> str:
-    """A digest of everything besides the file that a result depends on."""
-    digest = hashlib.sha256(__version__.encode() + b"\0" + target.encode())
-    for folder in (rules_dir(), matrix_dir()):
-        for path in sorted(folder.rglob("*.yaml")):
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def analyze_source(text: str, display: str, target: str) -> FileResult:
-    """Findings for one decoded file. Never raises for bad input."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SyntaxWarning)  # invalid escapes in user code
-            tree = ast.parse(text, filename=display)
-    except SyntaxError as exc:
-        return FileResult(display, error=syntax_error(exc, display))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
-    try:
-        sites = find_sites(text, tree)
-        classified = classify_sites(context_for(target), display, text, sites)
-    except RecursionError:
-        return FileResult(
-            display, error=FileError(display, "too deeply nested to analyze", "internal")
-        )
-    except Exception as exc:  # a bug of ours: report it for this file, keep going
-        reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
-        return FileResult(display, error=FileError(display, reason, "internal"))
-    return FileResult(
-        display,
-        findings=tuple(classified.findings),
-        extra={"unmapped_apis": dict(classified.unmapped_apis)} if classified.unmapped_apis else {},
-    )
-
-
-def _analyze_bytes(job: tuple[bytes, str, str]) -> FileResult:
-    data, display, target = job
     decoded = decode(data, display)
     if isinstance(decoded, FileError):
-        return FileResult(display, error=decoded)
-    return _with_suppressions(analyze_source(decoded.text, display, target), data, decoded.text)
-
-
-def _with_suppressions(result: FileResult, data: bytes, text: str | None) -> FileResult:
-    """The file's suppression comments ride with its result (and its cache entry), so the main
-    process never reads the file a second time to find them."""
+        return ScannedFile(display, error=decoded)
+    result = analyze_source(decoded.text, display, context)
     if result.error is not None or MARKER not in data:
-        return result
-    if text is None:
-        decoded = decode(data, result.path)
-        if isinstance(decoded, FileError):
-            return result
-        text = decoded.text
-    suppressions = tuple(parse_suppressions(text, result.path))
-    return replace(result, extra={**result.extra, "suppressions": suppressions})
+        return scanned(result)
+    return scanned(result, parse_suppressions(decoded.text, display))
 
 
-def _analyze_batch(jobs: list[tuple[bytes, str, str]]) -> list[bytes]:
-    """Worker side: results come back pickled, so that the main process unpickles each once and
-    stores the same bytes in the cache instead of pickling the result again."""
-    return [pickle.dumps(_analyze_bytes(job), protocol=pickle.HIGHEST_PROTOCOL) for job in jobs]
+def _prefiltered(data: bytes, display: str) -> ScannedFile:
+    """A file the prefilter skips still has its suppression comments read: they are unused."""
+    if MARKER not in data:
+        return prefiltered(display)
+    decoded = decode(data, display)
+    if isinstance(decoded, FileError):
+        return prefiltered(display)
+    return prefiltered(display, parse_suppressions(decoded.text, display))
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
+# The data a pool worker classifies with, handed over once when the worker starts.
+_worker_context: Context | None = None
+
+
+def _start_worker(context: Context) -> None:
+    global _worker_context
+    _worker_context = context
+
+
+def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
+    assert _worker_context is not None
+    return [_analyze_bytes(data, display, _worker_context) for data, display in jobs]
+
+
+def _pool(jobs: int, context: Context) -> ProcessPoolExecutor:
     methods = multiprocessing.get_all_start_methods()
-    # fork shares the already-loaded rules and matrix with the workers at no cost.
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    # fork hands the loaded data to the workers as it is; spawn pickles it once per worker.
+    start = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(
+        max_workers=jobs, mp_context=start, initializer=_start_worker, initargs=(context,)
+    )
 
 
 def default_jobs() -> int:
@@ -130,15 +91,19 @@ BATCH_BYTES = 256 * 1024
 
 
 class _Batch:
-    """Files sent to a worker as one task; `blobs` holds the pickled results once back."""
+    """Files sent to a worker as one task; `results` holds what came back."""
 
-    __slots__ = ("blobs", "future", "jobs", "size")
+    __slots__ = ("future", "jobs", "results", "size")
 
     def __init__(self) -> None:
-        self.jobs: list[tuple[bytes, str, str]] = []
+        self.jobs: list[tuple[bytes, str]] = []
         self.size = 0
-        self.future: Future[list[bytes]] | None = None
-        self.blobs: list[bytes] | None = None
+        self.future: Future[list[ScannedFile]] | None = None
+        self.results: list[ScannedFile] | None = None
+
+
+# Files whose cache entries are looked up in one query.
+LOOKUP_FILES = 256
 
 
 def scan_files(
@@ -147,98 +112,113 @@ def scan_files(
     *,
     jobs: int,
     cache: ResultCache | NoCache,
-    on_result: Callable[[FileResult], None] | None = None,
-) -> Iterator[FileResult]:
-    """Scan files, yielding one FileResult per file in input order.
+    on_result: Callable[[ScannedFile], None] | None = None,
+) -> Iterator[ScannedFile]:
+    """Scan files, yielding one ScannedFile per file in input order.
 
     The rules, matrix and API map are loaded, and the worker pool started, only once a file
     needs analysis: a re-scan that the cache answers entirely does neither.
     """
     digest = config_digest(settings.target)
 
-    def prepared() -> Iterator[tuple[FileResult | None, tuple[bytes, str, str] | None, str]]:
-        for source in files:
-            data = read_bytes(source.path, source.display, settings.max_bytes)
-            if isinstance(data, FileError):
-                yield FileResult(source.display, error=data), None, ""
-                continue
-            if not data.strip():
-                yield FileResult(source.display, extra={"skipped": "empty file"}), None, ""
-                continue
-            if not may_hold_findings(data):
-                skipped = FileResult(source.display, skipped_by_prefilter=True)
-                yield _with_suppressions(skipped, data, None), None, ""
-                continue
-            key = file_key(digest, source.display, data)
-            cached = cache.get(key)
-            if cached is not None:
-                yield (
-                    FileResult(
-                        cached.path, cached.findings, cached.error, False, True, cached.extra
-                    ),
-                    None,
-                    "",
-                )
-                continue
-            yield None, (data, source.display, settings.target), key
+    def prepared() -> Iterator[_Prepared]:
+        for group in _groups(files, LOOKUP_FILES):
+            read = [(s.display, read_bytes(s.path, s.display, settings.max_bytes)) for s in group]
+            keys = {
+                display: file_key(digest, display, data)
+                for display, data in read
+                if isinstance(data, bytes) and data.strip() and may_hold_findings(data)
+            }
+            cached = cache.get_many(list(keys.values()))
+            for display, data in read:
+                key = keys.get(display)
+                if isinstance(data, FileError):
+                    yield ScannedFile(display, error=data), None, ""
+                elif not data.strip():
+                    yield ScannedFile(display, skipped="empty file"), None, ""
+                elif key is None:
+                    yield _prefiltered(data, display), None, ""
+                elif (hit := cached.get(key)) is not None:
+                    hit.from_cache = True
+                    yield hit, None, ""
+                else:
+                    yield None, (data, display), key
 
-    def finish(result: FileResult) -> FileResult:
+    def finish(result: ScannedFile) -> ScannedFile:
         if on_result is not None:
             on_result(result)
         return result
 
     if jobs <= 1:
         for done, job, key in prepared():
-            if done is not None:
-                yield finish(done)
-            else:
+            if done is None:
                 assert job is not None
-                context_for(settings.target)
-                result = _analyze_bytes(job)
-                cache.put(key, result)
-                yield finish(result)
+                done = _analyze_bytes(*job, settings.context())
+                cache.put(key, done)
+            yield finish(done)
         return
-    yield from _scan_in_pool(prepared(), settings.target, jobs, cache, finish)
+    yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
+
+
+_Prepared = tuple[ScannedFile | None, tuple[bytes, str] | None, str]
+
+
+def _groups(items: Iterable[SourcePath], size: int) -> Iterator[list[SourcePath]]:
+    group: list[SourcePath] = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
 
 
 def _scan_in_pool(
-    prepared: Iterator[tuple[FileResult | None, tuple[bytes, str, str] | None, str]],
-    target: str,
+    prepared: Iterator[_Prepared],
+    settings: ScanSettings,
     jobs: int,
     cache: ResultCache | NoCache,
-    finish: Callable[[FileResult], FileResult],
-) -> Iterator[FileResult]:
+    finish: Callable[[ScannedFile], ScannedFile],
+) -> Iterator[ScannedFile]:
     # A bounded window of files in flight, so memory does not grow with the tree; results are
     # yielded in input order. Each pending entry: a finished result, or (batch, index, key).
     window = jobs * BATCH_FILES * 4
-    pending: deque[tuple[FileResult | None, _Batch | None, int, str]] = deque()
+    pending: deque[tuple[ScannedFile | None, _Batch | None, int, str]] = deque()
     pool: ProcessPoolExecutor | None = None
     batch = _Batch()
 
     def submit(current: _Batch) -> None:
         nonlocal pool, batch
         if pool is None:
-            context_for(target)  # load (and validate) the data once, before the fork
-            pool = _pool(jobs)
+            pool = _pool(jobs, settings.context())  # loaded once, before the fork
         current.future = pool.submit(_analyze_batch, current.jobs)
         if current is batch:
             batch = _Batch()
 
-    def drain(limit: int) -> Iterator[FileResult]:
+    def drain(limit: int) -> Iterator[ScannedFile]:
+        nonlocal batch
         while len(pending) > limit:
             done, owner, index, key = pending.popleft()
             if done is not None:
                 yield finish(done)
                 continue
             assert owner is not None
-            if owner.blobs is None:
-                if owner.future is None:
-                    submit(owner)  # a partial batch at the head of the line: send it now
-                assert owner.future is not None
-                owner.blobs = owner.future.result()
-            blob = owner.blobs[index]
-            result = pickle.loads(blob)
-            cache.put_pickled(key, blob)
+            if owner.results is None:
+                if owner.future is None and pool is None:
+                    # Fewer files to analyse than one batch so far (a re-scan after a small
+                    # change): not worth starting the workers for.
+                    context = settings.context()
+                    owner.results = [_analyze_bytes(*job, context) for job in owner.jobs]
+                    if owner is batch:
+                        batch = _Batch()
+                else:
+                    if owner.future is None:
+                        submit(owner)  # a partial batch at the head of the line: send it now
+                    assert owner.future is not None
+                    owner.results = owner.future.result()
+            result = owner.results[index]
+            cache.put(key, result)
             yield finish(result)
 
     try:

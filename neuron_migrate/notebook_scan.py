@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from neuron_migrate.analysis import analyze_source
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
-from neuron_migrate.engine import analyze_source, config_digest
+from neuron_migrate.engine import ScanSettings
 from neuron_migrate.findings import FileError, FileResult, Finding
 from neuron_migrate.notebook import NotebookError, SplitNotebook, split_notebook
+from neuron_migrate.scan_data import config_digest
+from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import read_bytes
 from neuron_migrate.suppressions import Suppression, parse_suppressions
 
@@ -18,37 +21,44 @@ _AT_LINE = re.compile(r"\bat line (\d+)")
 
 
 def scan_notebook(
-    source: SourcePath, target: str, max_bytes: int, cache: ResultCache | NoCache
-) -> tuple[FileResult, list[Suppression]]:
-    """The findings of one .ipynb file, located by cell, and its suppression comments."""
+    source: SourcePath, settings: ScanSettings, cache: ResultCache | NoCache
+) -> ScannedFile:
+    """One .ipynb file: its findings located by cell, its suppression comments applied."""
     display = source.display
-    data = read_bytes(source.path, display, max_bytes)
+    data = read_bytes(source.path, display, settings.max_bytes)
     if isinstance(data, FileError):
-        return FileResult(display, error=data), []
+        return ScannedFile(display, error=data)
     if not data.strip():
-        return FileResult(display, extra={"skipped": "empty file"}), []
+        return ScannedFile(display, skipped="empty file")
+    key = file_key(config_digest(settings.target), display, data)
+    cached = cache.get(key)
+    if cached is not None:
+        cached.from_cache = True
+        return cached
+    result = _scan_cells(data, display, settings)
+    if result.findings is not None:  # an analysed notebook; the others are cheap to redo
+        cache.put(key, result)
+    return result
+
+
+def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFile:
     try:
         split = split_notebook(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        return FileResult(
+        return ScannedFile(
             display, error=FileError(display, f"not valid utf-8 at byte {exc.start}", "encoding")
-        ), []
+        )
     except NotebookError as exc:
-        return FileResult(display, error=FileError(display, str(exc), "syntax")), []
+        return ScannedFile(display, error=FileError(display, str(exc), "syntax"))
     if split.language != "python":
-        return FileResult(
-            display, extra={"skipped": f"not a Python notebook ({split.language})"}
-        ), []
+        return ScannedFile(display, skipped=f"not a Python notebook ({split.language})")
     suppressions = _located_suppressions(split, display)
     if not may_hold_findings(split.source.encode("utf-8")):
-        return FileResult(display, skipped_by_prefilter=True), suppressions
-    key = file_key(config_digest(target), display, data)
-    cached = cache.get(key)
-    if cached is not None:
-        return replace(cached, from_cache=True), suppressions
-    result = _located(analyze_source(split.source, display, target), split)
-    cache.put(key, result)
-    return result, suppressions
+        return prefiltered(display, suppressions)
+    result = _located(analyze_source(split.source, display, settings.context()), split)
+    if result.error is not None:
+        return scanned(result)
+    return scanned(result, suppressions)
 
 
 def _located(result: FileResult, split: SplitNotebook) -> FileResult:

@@ -5,22 +5,40 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
-def write_output(text: str, path: Path | None) -> None:
+def write_output(text: str | Iterable[str | bytes], path: Path | None) -> None:
+    """Write `text`, or its pieces in order, to stdout or atomically to `path`. Byte pieces
+    (UTF-8) go to stdout's buffer as they are, without a decode and encode."""
+    chunks = (text,) if isinstance(text, str) else text
     if path is None:
-        sys.stdout.write(text)
+        _write_stdout(chunks)
         return
-    atomic_write_text(path, text)
+    atomic_write_text(path, chunks)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def _write_stdout(chunks: Iterable[str | bytes]) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)  # None when stdout is a StringIO (tests)
+    for chunk in chunks:
+        if isinstance(chunk, str):
+            sys.stdout.write(chunk)
+        elif buffer is not None:
+            sys.stdout.flush()
+            buffer.write(chunk)
+        else:
+            sys.stdout.write(chunk.decode("utf-8"))
+
+
+def atomic_write_text(path: Path, text: str | Iterable[str | bytes]) -> None:
+    chunks = (text,) if isinstance(text, str) else text
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

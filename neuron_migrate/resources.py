@@ -28,5 +28,9 @@ def matrix_dir() -> Path:
     return _find("compat_matrix", "compat_matrix")
 
 
+# The sample project `neuron-migrate demo` runs unless told another.
+DEFAULT_PROJECT = "mlp_single"
+
+
 def sample_projects_dir() -> Path:
     return _find("fixtures/projects", "projects")

@@ -25,17 +25,21 @@ class SourceFile:
 
 
 def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes | FileError:
+    # os-level calls: a scan reads every file of the tree, and a re-scan does little else.
     try:
-        size = os.stat(path).st_size
-        if size > max_bytes:
-            return FileError(
-                display,
-                f"too large to scan ({size / 1e6:.1f} MB > {max_bytes / 1e6:.1f} MB limit; "
-                "raise it with --max-file-size)",
-                "too_large",
-            )
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size > max_bytes:
+                return FileError(
+                    display,
+                    f"too large to scan ({size / 1e6:.1f} MB > {max_bytes / 1e6:.1f} MB limit; "
+                    "raise it with --max-file-size)",
+                    "too_large",
+                )
+            return _read_all(fd, size)
+        finally:
+            os.close(fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return FileError(display, "symlink loop", "loop")
@@ -44,6 +48,17 @@ def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> b
                 display, "cannot read: dangling symlink or file vanished", "unreadable"
             )
         return FileError(display, f"cannot read: {exc.strerror or exc}", "unreadable")
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    # A byte more than fstat saw: a regular file that returns no more than `size` is read whole.
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    parts = [data]  # the file grew since fstat
+    while chunk := os.read(fd, 1 << 16):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def decode(data: bytes, display: str) -> SourceFile | FileError:

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 from neuron_migrate.analyzer.sites import Site
 from neuron_migrate.findings import Finding, fingerprint
-from neuron_migrate.matrix import Matrix
-from neuron_migrate.matrix.api_map import ApiMap
-from neuron_migrate.ruleset import Rule, RuleSet
+from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan_data import Context
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _FLOAT64_NAMES = frozenset(
@@ -39,15 +38,6 @@ _EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "reta
 # APIs whose ops depend on the autograd graph built before them, not on the call: no static
 # prediction is possible (the ops are reported where the forward ops are).
 _GRAPH_DEPENDENT = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
-
-
-@dataclass
-class Context:
-    """What classification reads: the matrix for the target, the API map, the rules."""
-
-    matrix: Matrix
-    api_map: ApiMap
-    rules: RuleSet
 
 
 @dataclass

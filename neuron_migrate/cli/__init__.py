@@ -10,7 +10,6 @@ import importlib
 import sys
 
 import typer
-from rich.console import Console
 
 from neuron_migrate import __version__
 from neuron_migrate.errors import NeuronMigrateError
@@ -52,18 +51,23 @@ for _name in _COMMAND_MODULES:
     _module.register(app)
 
 
+def _say(message: str) -> None:
+    from rich.console import Console  # only when there is something to say
+
+    Console(stderr=True).print(message, highlight=False, soft_wrap=True)
+
+
 def main() -> None:
-    err = Console(stderr=True)
     try:
         # Outside standalone mode click returns typer.Exit's code instead of raising it.
         code = app(standalone_mode=False)
     except NeuronMigrateError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        _say(f"[bold red]error:[/] {exc}")
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        err.print("[red]aborted[/]")
+        _say("[red]aborted[/]")
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
-from neuron_migrate.demo import DEFAULT_PROJECT
+from neuron_migrate.resources import DEFAULT_PROJECT
 
 
 def register(app: typer.Typer) -> None:
@@ -27,6 +26,8 @@ def demo(
 
     The run stage executes the migrated sample's train.py on the simulated device.
     """
+    from rich.console import Console
+
     from neuron_migrate.demo import run_demo
 
     outcome = run_demo(Console(), project=project, steps=steps, target=target, keep=keep)

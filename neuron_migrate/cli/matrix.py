@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from neuron_migrate.errors import UsageError
-from neuron_migrate.matrix import (
-    Matrix,
-    available_versions,
-    diff_matrices,
-    load_matrix,
-    resolve_version,
-)
-from neuron_migrate.matrix.api_map import ApiMap, available_api_maps, load_api_map
-from neuron_migrate.matrix.query import NameReport, describe_name
+
+# The matrix package and rich load when a matrix command runs, not with the CLI.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from neuron_migrate.matrix import Matrix
+    from neuron_migrate.matrix.api_map import ApiMap
+    from neuron_migrate.matrix.query import NameReport
 
 FORMATS = ("text", "json")
 _STYLE = {"native": "green", "cpu_fallback": "yellow", "unsupported": "red", "partial": "yellow"}
@@ -46,6 +42,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
@@ -68,6 +66,10 @@ def _styled(status: str) -> str:
 
 def matrix_list(fmt: str = FormatOption) -> None:
     """List the bundled matrix versions, their torch pairing and evidence."""
+    from rich.table import Table
+
+    from neuron_migrate.matrix import available_versions, load_matrix
+
     _check_format(fmt)
     rows: list[dict[str, Any]] = []
     for version in available_versions():
@@ -123,6 +125,9 @@ def matrix_show(
     fmt: str = FormatOption,
 ) -> None:
     """Status of an aten op or a Python API in each matrix version, with its source."""
+    from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
+    from neuron_migrate.matrix.query import describe_name
+
     _check_format(fmt)
     versions = [resolve_version(v) for v in target] or available_versions()
     reports = [describe_name(name, load_matrix(v), _api_map_for(load_matrix(v))) for v in versions]
@@ -140,6 +145,8 @@ def matrix_show(
 
 
 def _api_map_for(m: Matrix) -> ApiMap | None:
+    from neuron_migrate.matrix.api_map import available_api_maps, load_api_map
+
     minor = ".".join(m.torch_version.split(".")[:2])
     minors = available_api_maps()
     if minor in minors:
@@ -148,6 +155,8 @@ def _api_map_for(m: Matrix) -> ApiMap | None:
 
 
 def _print_report(console: Console, r: NameReport) -> None:
+    from rich.markup import escape
+
     head = f"[bold]{r.version}[/] (torch {r.torch_version}): [bold]{r.name}[/]"
     console.print(f"{head} -> {_styled(r.status)}")
     if r.kind == "api" and r.api_map:
@@ -177,6 +186,10 @@ def matrix_diff(
     fmt: str = FormatOption,
 ) -> None:
     """What differs between two matrix versions: op statuses, listings and rules."""
+    from rich.table import Table
+
+    from neuron_migrate.matrix import diff_matrices, load_matrix, resolve_version
+
     _check_format(fmt)
     a, b = load_matrix(resolve_version(v1)), load_matrix(resolve_version(v2))
     diff = diff_matrices(a, b)

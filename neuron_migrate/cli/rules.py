@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.table import Table
 
 from neuron_migrate.errors import UsageError
-from neuron_migrate.ruleset import Rule, load_ruleset
+
+if TYPE_CHECKING:  # the rules and rich load when a rules command runs
+    from neuron_migrate.ruleset import Rule
 
 
 class ListFormat(str, Enum):
@@ -36,6 +36,11 @@ def list_rules(
     format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json"),
 ) -> None:
     """List every rule: code, name, fix safety and summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from neuron_migrate.ruleset import load_ruleset
+
     rules = load_ruleset().rules
     if format is ListFormat.json:
         typer.echo(json.dumps([_rule_json(rule) for rule in rules], indent=2))
@@ -74,6 +79,11 @@ def _explain_markdown(rule: Rule) -> str:
 
 def explain(code: str = typer.Argument(..., help="a rule code such as NM104")) -> None:
     """Explain one rule: what it matches, why, an example, what to use instead, fix safety."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from neuron_migrate.ruleset import load_ruleset
+
     try:
         rule = load_ruleset().get(code)
     except KeyError:

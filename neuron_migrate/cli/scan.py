@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neuron_migrate.errors import UsageError
 from neuron_migrate.report.formats import FORMATS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from rich.console import Console
+
     from neuron_migrate.api import ScanReport
 
 OPTIONS_HELP = "Repeatable or comma-separated."
@@ -110,21 +113,11 @@ def scan(
     baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
 
-    # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
-    err = Console(stderr=True, force_terminal=True if progress else None)
-    show_progress = err.is_terminal if progress is None else progress
-    with Progress(
-        TextColumn("scanning"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not show_progress,
-    ) as bar:
-        task = bar.add_task("scan", total=None)
-        from neuron_migrate import api  # the engine loads only when a scan runs
+    from neuron_migrate import api  # the engine loads only when a scan runs
 
+    # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
+    show_progress = sys.stderr.isatty() if progress is None else progress
+    with _progress_bar(show_progress) as on_progress:
         report = api.scan(
             path,
             target=target,
@@ -134,7 +127,7 @@ def scan(
             cache_dir=cache_dir,
             exclude=tuple(exclude),
             max_bytes=int(max_file_size * 1024 * 1024),
-            on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            on_progress=on_progress,
             config=settings,
             select=split_values(select),
             ignore=split_values(ignore),
@@ -144,9 +137,37 @@ def scan(
         )
     if write_baseline is not None:
         report.baseline = save_baseline(write_baseline, report.findings, report.target)
-        err.print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
+        _stderr().print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
     emit_report(report, output_format, output, show_native=show_native)
     exit_with(0 if report.passed else 1)
+
+
+@contextmanager
+def _progress_bar(show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while the block runs; rich loads only when one is drawn."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True, force_terminal=True)
+    columns = (TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("scan", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def exit_with(code: int) -> None:
@@ -160,8 +181,9 @@ def emit_report(
     report: ScanReport, output_format: str, output: Path | None, *, show_native: bool = False
 ) -> None:
     """Render `report` to stdout or to `output` (atomically); shared with `report merge`."""
-    err = Console(stderr=True)
     if output_format == "terminal":
+        from rich.console import Console
+
         from neuron_migrate.report.terminal import render_terminal
 
         if output is not None:
@@ -173,9 +195,9 @@ def emit_report(
             render_terminal(report, Console(), show_native=show_native)
     else:
         from neuron_migrate.output import write_output
-        from neuron_migrate.report.formats import render
+        from neuron_migrate.report.formats import render_chunks
 
-        write_output(render(report, output_format), output)
+        write_output(render_chunks(report, output_format), output)
     if output is not None:
-        err.print(f"report written to {output}")
+        _stderr().print(f"report written to {output}")
     sys.stdout.flush()

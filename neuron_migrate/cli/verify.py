@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from neuron_migrate.errors import UsageError
 from neuron_migrate.output import write_output
@@ -40,6 +39,8 @@ def verify_command(
     exercised by the run; ops that ran but that no finding predicted are listed with their source
     line. This executes CMD.
     """
+    from rich.console import Console
+
     from neuron_migrate.report.verify_report import (
         render_verify_json,
         render_verify_markdown,

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from neuron_migrate import resources
-from neuron_migrate.errors import DataFileError, UnknownTargetError
+from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.model import (
     NAMESPACE_STATUSES,
     OP_STATUSES,
@@ -28,43 +28,14 @@ from neuron_migrate.matrix.model import (
     OpVerdict,
 )
 from neuron_migrate.matrix.names import normalize_op
+from neuron_migrate.matrix.versions import VERSION_RE as _VERSION_RE
+from neuron_migrate.matrix.versions import resolve_version
 
 SCHEMA_VERSION = 1
-_VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
 _OP_RE = re.compile(r"^[A-Za-z_][\w]*::[A-Za-z_][\w]*(\.[\w]+)?$")
 
 _cache: dict[str, Matrix] = {}
 _lock = threading.Lock()
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
-def available_versions() -> list[str]:
-    """Versions with a bundled matrix, oldest first: ``["2.13.3.0", "2.14.3.0"]``."""
-    found = [p.stem for p in resources.matrix_dir().glob("*.yaml") if _VERSION_RE.match(p.stem)]
-    return sorted(found, key=_version_key)
-
-
-def newest_version() -> str:
-    versions = available_versions()
-    if not versions:
-        raise DataFileError(_display(resources.matrix_dir()), "<dir>", "no matrix files found")
-    return versions[-1]
-
-
-def resolve_version(version: str | None) -> str:
-    """A bundled version for ``version``: exact, or a unique prefix (``2.14`` -> ``2.14.3.0``)."""
-    versions = available_versions()
-    if version is None:
-        return newest_version()
-    if version in versions:
-        return version
-    matches = [v for v in versions if v.startswith(version + ".")]
-    if len(matches) == 1:
-        return matches[0]
-    raise UnknownTargetError(f"unknown --target {version}: available {', '.join(versions)}")
 
 
 def load_matrix(version: str | None = None, *, path: Path | None = None) -> Matrix:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from neuron_migrate.api import ScanReport
+if TYPE_CHECKING:  # the CLI reads FORMATS at start-up, before any scan is loaded
+    from neuron_migrate.api import ScanReport
 
 # name -> (module, function); imported on use, so a run pays only for its own format.
 _RENDERERS: dict[str, tuple[str, str]] = {
@@ -31,3 +33,13 @@ def renderer(name: str) -> Callable[[ScanReport], str]:
 
 def render(report: ScanReport, name: str) -> str:
     return renderer(name)(report)
+
+
+def render_chunks(report: ScanReport, name: str) -> Iterable[str | bytes]:
+    """The report as pieces to write one after another: the JSON report of a large tree is
+    tens of MB, and is never joined into one string on its way out."""
+    if name == "json":
+        from neuron_migrate.report.json_report import json_chunks
+
+        return json_chunks(report)
+    return (render(report, name),)

@@ -7,16 +7,25 @@ gate needs is in here.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import baseline_state, sorted_findings, summarize
+from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, with_run_keys
+from neuron_migrate.report.summary import summarize
 
 SCHEMA_VERSION = "1.1"
 
 
 def scan_to_dict(report: ScanReport) -> dict[str, Any]:
+    """The report as one JSON-ready dict (what `render_json` writes)."""
+    data = _document(report)
+    data["findings"] = [json.loads(row) for row in finding_rows(report)]
+    return data
+
+
+def _document(report: ScanReport) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": __version__,
@@ -27,10 +36,7 @@ def scan_to_dict(report: ScanReport) -> dict[str, Any]:
         "config": report.config_path,
         "shard": {"index": report.shard[0], "count": report.shard[1]} if report.shard else None,
         "changed_since": report.changed_since,
-        "findings": [
-            {**f.to_json(), "baseline": baseline_state(report, f), "gate": report.fails(f)}
-            for f in sorted_findings(report.findings)
-        ],
+        "findings": [],
         "suppressed": [
             s.to_json() for s in sorted(report.suppressed, key=lambda s: _order(s.finding))
         ],
@@ -44,6 +50,31 @@ def scan_to_dict(report: ScanReport) -> dict[str, Any]:
     }
 
 
+def finding_rows(report: ScanReport) -> Iterator[bytes]:
+    """Each reported finding's JSON object, in report order, as this run lists it."""
+    for table in sorted(report.files, key=lambda t: t.path):
+        if table:
+            yield from _listed(report, table).split(ROW_SEPARATOR)
+
+
+def _listed(report: ScanReport, table: FileFindings) -> bytes:
+    """The file's rows as this run lists them. The stored rows say "no baseline, passes the
+    gate": most files are written as they are, and only rows that differ are touched."""
+    gates = report.gate_flags(table)
+    if report.baseline is None:
+        if not any(gates):
+            return table.rows
+        rows = table.row_list()
+        for index in (i for i, gate in enumerate(gates) if gate):
+            rows[index] = with_run_keys(rows[index], None, True)
+        return ROW_SEPARATOR.join(rows)
+    states = ("new" if report.is_new_fingerprint(fp) else "unchanged" for fp in table.fingerprints)
+    return ROW_SEPARATOR.join(
+        with_run_keys(row, state, gate)
+        for row, state, gate in zip(table.row_list(), states, gates, strict=True)
+    )
+
+
 def _order(finding: Any) -> tuple[str, int, int, int, str]:
     return (finding.path, finding.cell or 0, finding.line, finding.col, finding.code)
 
@@ -52,15 +83,24 @@ _FINDINGS_SLOT = "\x00findings\x00"
 
 
 def render_json(report: ScanReport) -> str:
-    """Indented JSON with one finding per line: readable and grep-able, and written by json's C
-    encoder (an indented dump of 80,000 findings takes seconds in the pure-Python one)."""
-    data = scan_to_dict(report)
-    findings = data["findings"]
+    return b"".join(json_chunks(report)).decode("ascii")
+
+
+def json_chunks(report: ScanReport) -> Iterator[bytes]:
+    """Indented JSON with one finding per line: readable and grep-able. The rows were encoded
+    by the workers (an indented dump of 80,000 findings takes seconds in json's pure-Python
+    encoder); the rest of the document is small. Written a file's rows at a time."""
+    data = _document(report)
     data["findings"] = _FINDINGS_SLOT
-    text = json.dumps(data, indent=2)
-    if findings:
-        rows = ",\n    ".join(json.dumps(f, separators=(", ", ": ")) for f in findings)
-        listed = f"[\n    {rows}\n  ]"
-    else:
-        listed = "[]"
-    return text.replace(json.dumps(_FINDINGS_SLOT), listed, 1) + "\n"
+    text = json.dumps(data, indent=2)  # ASCII: json escapes the rest
+    head, tail = (part.encode("ascii") for part in text.split(json.dumps(_FINDINGS_SLOT), 1))
+    tables = sorted((t for t in report.files if t), key=lambda t: t.path)
+    if not tables:
+        yield head + b"[]" + tail + b"\n"
+        return
+    yield head + b"[\n    "
+    for index, table in enumerate(tables):
+        if index:
+            yield ROW_SEPARATOR
+        yield _listed(report, table)
+    yield b"\n  ]" + tail + b"\n"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,10 @@ from neuron_migrate.api import ScanReport
 from neuron_migrate.baseline import Baseline
 from neuron_migrate.config import PathRule, Policy
 from neuron_migrate.errors import DataFileError, UsageError
+from neuron_migrate.file_findings import group_by_file
 from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gate import parse_fail_on
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
-
-_FINDING_FIELDS = {f.name for f in fields(Finding)}
 
 
 def load_report(path: Path) -> ScanReport:
@@ -37,12 +35,6 @@ def load_report(path: Path) -> ScanReport:
         ) from None
 
 
-def _finding(data: dict[str, Any]) -> Finding:
-    values = {k: v for k, v in data.items() if k in _FINDING_FIELDS}
-    values["aten"] = tuple(values.get("aten", ()))
-    return Finding(**values)
-
-
 def report_from_dict(data: dict[str, Any]) -> ScanReport:
     major = str(data["schema_version"]).split(".")[0]
     if major != "1":
@@ -50,7 +42,7 @@ def report_from_dict(data: dict[str, Any]) -> ScanReport:
     summary = data["summary"]
     files = summary["files"]
     gate = summary["gate"]
-    findings = [_finding(f) for f in data["findings"]]
+    findings = [Finding.from_json(f) for f in data["findings"]]
     unchanged = {f["fingerprint"] for f in data["findings"] if f.get("baseline") == "unchanged"}
     baseline_info = summary.get("baseline")
     shard = data.get("shard")
@@ -60,7 +52,7 @@ def report_from_dict(data: dict[str, Any]) -> ScanReport:
         root=data["root"],
         target=data["target"],
         torch_version=data["torch_version"],
-        findings=findings,
+        files=group_by_file(findings),
         errors=[FileError(**e) for e in data["errors"]],
         skipped=list(data.get("skipped", [])),
         unmapped_apis=Counter(summary.get("unmapped_apis", {})),
@@ -74,7 +66,7 @@ def report_from_dict(data: dict[str, Any]) -> ScanReport:
         fail_on=frozenset(gate["fail_on"]),
         base=data.get("base", "."),
         suppressed=[
-            SuppressedFinding(_finding(s), s["suppression"], s.get("reason", ""))
+            SuppressedFinding(Finding.from_json(s), s["suppression"], s.get("reason", ""))
             for s in data.get("suppressed", [])
         ],
         unused_suppressions=[
@@ -139,7 +131,7 @@ def merge_reports(reports: list[ScanReport], fail_on: tuple[str, ...] = ()) -> S
     )
     prints: set[str] = set()
     for report in reports:
-        merged.findings += report.findings
+        merged.files += report.files
         merged.errors += report.errors
         merged.skipped += report.skipped
         merged.suppressed += report.suppressed

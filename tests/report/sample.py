@@ -8,6 +8,7 @@ from collections import Counter
 from neuron_migrate.api import ScanReport
 from neuron_migrate.baseline import Baseline
 from neuron_migrate.config import PathRule, Policy
+from neuron_migrate.file_findings import group_by_file
 from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gate import parse_fail_on
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
@@ -160,7 +161,7 @@ def sample_report(*, with_baseline: bool = True) -> ScanReport:
         root=ROOT,
         target="2.14.3.0",
         torch_version="2.14.0",
-        findings=list(FINDINGS),
+        files=group_by_file(FINDINGS),
         errors=list(ERRORS),
         skipped=[{"path": "empty.py", "reason": "empty file"}],
         unmapped_apis=Counter({"torch.special.erfcx": 2}),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from neuron_migrate import api
+import pytest
+
+from neuron_migrate import api, engine
 from neuron_migrate.discover import may_hold_findings
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -50,4 +52,23 @@ def test_changed_file_is_rescanned(tmp_path: Path) -> None:
     assert again.files_cached == 1
     assert {f.api for f in again.findings if f.path == "b.py"} == {
         "torch_xla.core.xla_model.xla_device"
+    }
+
+
+def test_a_small_change_is_analysed_without_starting_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "analyze", tree)
+    cold = api.scan(tree, jobs=2, cache_dir=cache)
+    (tree / "alias_plain.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+
+    def no_workers(*args: object) -> None:
+        raise AssertionError("a worker pool was started for one changed file")
+
+    monkeypatch.setattr(engine, "_pool", no_workers)
+    again = api.scan(tree, jobs=2, cache_dir=cache)
+    assert again.files_cached == cold.files_analyzed - 1
+    assert {f.api for f in again.findings if f.path == "alias_plain.py"} == {
+        "torch_xla.core.xla_model.mark_step"
     }

@@ -1,0 +1,37 @@
+"""Analysing one decoded file: parse, find the sites, classify them."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from neuron_migrate.analyzer.classify import classify_sites
+from neuron_migrate.analyzer.sites import find_sites
+from neuron_migrate.findings import FileError, FileResult
+from neuron_migrate.scan_data import Context
+from neuron_migrate.source import syntax_error
+
+
+def analyze_source(text: str, display: str, context: Context) -> FileResult:
+    """Findings for one decoded file. Never raises for bad input."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # invalid escapes in user code
+            tree = ast.parse(text, filename=display)
+    except SyntaxError as exc:
+        return FileResult(display, error=syntax_error(exc, display))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
+    try:
+        sites = find_sites(text, tree)
+        classified = classify_sites(context, display, text, sites)
+    except RecursionError:
+        return FileResult(
+            display, error=FileError(display, "too deeply nested to analyze", "internal")
+        )
+    except Exception as exc:  # a bug of ours: report it for this file, keep going
+        reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
+        return FileResult(display, error=FileError(display, reason, "internal"))
+    return FileResult(
+        display, findings=tuple(classified.findings), unmapped_apis=dict(classified.unmapped_apis)
+    )

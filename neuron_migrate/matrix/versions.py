@@ -1,0 +1,40 @@
+"""Which matrix versions are bundled, and which one a `--target` names. Reads file names only."""
+
+from __future__ import annotations
+
+import re
+
+from neuron_migrate import resources
+from neuron_migrate.errors import DataFileError, UnknownTargetError
+
+VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def available_versions() -> list[str]:
+    """Versions with a bundled matrix, oldest first: ``["2.13.3.0", "2.14.3.0"]``."""
+    found = [p.stem for p in resources.matrix_dir().glob("*.yaml") if VERSION_RE.match(p.stem)]
+    return sorted(found, key=_version_key)
+
+
+def newest_version() -> str:
+    versions = available_versions()
+    if not versions:
+        raise DataFileError(resources.matrix_dir().name, "<dir>", "no matrix files found")
+    return versions[-1]
+
+
+def resolve_version(version: str | None) -> str:
+    """A bundled version for ``version``: exact, or a unique prefix (``2.14`` -> ``2.14.3.0``)."""
+    versions = available_versions()
+    if version is None:
+        return newest_version()
+    if version in versions:
+        return version
+    matches = [v for v in versions if v.startswith(version + ".")]
+    if len(matches) == 1:
+        return matches[0]
+    raise UnknownTargetError(f"unknown --target {version}: available {', '.join(versions)}")

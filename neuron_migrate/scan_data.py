@@ -1,0 +1,127 @@
+"""The data a scan classifies with -- rules, the matrix of the target, the API map -- and its
+digest, which every cached result is keyed by.
+
+Reading the YAML files and checking them costs about 0.2 s, more than a whole re-scan that the
+result cache answers. So the loaded data is also kept as one pickle beside the result cache,
+named by the digest: it loads in a few milliseconds, and an edited rule or matrix (or another
+tool version) has another digest, so a stale copy is never read. The pickle starts with a
+`DataHeader`, all a report needs when no file is analysed: reading it imports nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from neuron_migrate import __version__
+from neuron_migrate.resources import matrix_dir, rules_dir
+
+if TYPE_CHECKING:  # loaded only when a file is analysed or the snapshot is made
+    from neuron_migrate.matrix import Matrix
+    from neuron_migrate.matrix.api_map import ApiMap
+    from neuron_migrate.ruleset import RuleSet
+
+
+@dataclass
+class Context:
+    """What classification reads: the matrix for the target, the API map, the rules."""
+
+    matrix: Matrix
+    api_map: ApiMap
+    rules: RuleSet
+
+
+class DataHeader(NamedTuple):
+    """What a report says of the data: the matrix version, its torch, the API map's coverage."""
+
+    version: str
+    torch_version: str
+    api_map_coverage: tuple[int, int]
+
+    @classmethod
+    def of(cls, context: Context) -> DataHeader:
+        matrix = context.matrix
+        return cls(matrix.version, matrix.torch_version, context.api_map.coverage())
+
+
+@lru_cache(maxsize=4)
+def config_digest(target: str) -> str:
+    """A digest of everything besides the file that a result depends on."""
+    digest = hashlib.sha256(__version__.encode() + b"\0" + target.encode())
+    for folder in (rules_dir(), matrix_dir()):
+        for path in sorted(folder.rglob("*.yaml")):
+            digest.update(str(path.relative_to(folder)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _snapshot(target: str, snapshot_dir: Path) -> Path:
+    return snapshot_dir / f"data-{config_digest(target)[:32]}.pickle"
+
+
+@lru_cache(maxsize=4)
+def header_for(target: str, snapshot_dir: Path | None = None) -> DataHeader:
+    """The header of the data for `target`; from the snapshot without loading the rest."""
+    if snapshot_dir is not None:
+        try:
+            with _snapshot(target, snapshot_dir).open("rb") as handle:
+                header = pickle.load(handle)
+            if isinstance(header, tuple) and len(header) == len(DataHeader._fields):
+                return DataHeader(*header)
+        except Exception:  # missing or unreadable: the full load below writes it
+            pass
+    return DataHeader.of(context_for(target, snapshot_dir))
+
+
+@lru_cache(maxsize=4)
+def context_for(target: str, snapshot_dir: Path | None = None) -> Context:
+    """The data for `target`, from the snapshot in `snapshot_dir` when there is one (it is
+    written there when there is not); from the YAML files when `snapshot_dir` is None."""
+    if snapshot_dir is None:
+        return _load(target)
+    path = _snapshot(target, snapshot_dir)
+    try:
+        with path.open("rb") as handle:
+            pickle.load(handle)  # the header
+            context = pickle.load(handle)
+        if isinstance(context, Context):
+            return context
+    except Exception:  # missing, truncated or from an incompatible build: load afresh
+        pass
+    context = _load(target)
+    header = tuple(DataHeader.of(context))  # a plain tuple: reading it imports nothing
+    data = pickle.dumps(header, pickle.HIGHEST_PROTOCOL)
+    _write_atomically(path, data + pickle.dumps(context, pickle.HIGHEST_PROTOCOL))
+    return context
+
+
+def _load(target: str) -> Context:
+    from neuron_migrate.matrix import load_matrix
+    from neuron_migrate.matrix.api_map import load_api_map
+    from neuron_migrate.ruleset import load_ruleset
+
+    matrix = load_matrix(target)
+    torch_minor = ".".join(matrix.torch_version.split(".")[:2])
+    return Context(matrix=matrix, api_map=load_api_map(torch_minor), rules=load_ruleset())
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Best effort: a cache folder that cannot be written only costs the next run the load."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".data-", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

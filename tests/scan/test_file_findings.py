@@ -1,0 +1,82 @@
+"""A file's findings as stored JSON rows: the rows are what the report lists, and decode back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+
+from neuron_migrate.file_findings import (
+    ROW_SEPARATOR,
+    FileFindings,
+    finding_row,
+    group_by_file,
+    with_run_keys,
+)
+from neuron_migrate.findings import Finding
+
+
+def _finding(line: int, code: str = "NM101", **kw: object) -> Finding:
+    values: dict[str, object] = {
+        "code": code,
+        "category": "torch_xla",
+        "status": "xla",
+        "severity": "warning",
+        "path": "pkg/train.py",
+        "line": line,
+        "col": 4,
+        "end_line": line,
+        "end_col": 20,
+        "api": "torch_xla.core.xla_model.xla_device",
+        "message": 'The XLA device is requested with "xm.xla_device()" — ünïcode',
+        "aten": ("aten::add.Tensor",),
+        "replacement": 'torch.device("neuron")',
+        "fixable": True,
+        "snippet": "device = xm.xla_device()",
+        "fingerprint": f"fp{line:04d}{code}",
+    }
+    values.update(kw)
+    return Finding(**values)  # type: ignore[arg-type]
+
+
+def _reference_row(finding: Finding, baseline: str | None, gate: bool) -> bytes:
+    """How the JSON report wrote a finding before rows were stored: one json.dumps each."""
+    data = {**finding.to_json(), "baseline": baseline, "gate": gate}
+    return json.dumps(data, separators=(", ", ": ")).encode("ascii")
+
+
+def test_to_json_lists_every_field_in_order() -> None:
+    assert list(_finding(1).to_json()) == [f.name for f in fields(Finding)]
+
+
+def test_rows_are_the_reports_rows_and_decode_back() -> None:
+    findings = [_finding(3), _finding(1, "NM104", cell=2), _finding(1, status="native")]
+    table = FileFindings.of("pkg/train.py", findings)
+    ordered = sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.code))
+    assert table.rows == ROW_SEPARATOR.join(_reference_row(f, None, False) for f in ordered)
+    assert table.decode() == ordered
+    assert table.statuses == tuple(f.status for f in ordered)
+    assert table.fingerprints == tuple(f.fingerprint for f in ordered)
+    assert len(table) == 3
+
+
+def test_run_keys_are_set_on_a_row_as_the_report_writes_them() -> None:
+    finding = _finding(7)
+    for state in (None, "new", "unchanged"):
+        for gate in (False, True):
+            row = with_run_keys(finding_row(finding), state, gate)
+            assert row == _reference_row(finding, state, gate)
+
+
+def test_where_keeps_rows_and_fields_together() -> None:
+    table = FileFindings.of("a.py", [_finding(1, "NM101"), _finding(2, "NM901"), _finding(3)])
+    kept = table.where([True, False, True])
+    assert [f.line for f in kept.decode()] == [1, 3]
+    assert kept.codes == ("NM101", "NM101")
+    assert table.where([True, True, True]) is table
+
+
+def test_group_by_file_gives_one_table_a_file_in_path_order() -> None:
+    a, b = _finding(1, path="b.py"), _finding(2, path="a.py")
+    tables = group_by_file([a, b, replace(a, line=9)])
+    assert [t.path for t in tables] == ["a.py", "b.py"]
+    assert [len(t) for t in tables] == [1, 2]
