@@ -7,11 +7,13 @@ a failure in one file becomes a `FileError` for that file and never stops the ru
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +66,28 @@ _worker_context: Context | None = None
 def _start_worker(context: Context) -> None:
     global _worker_context
     _worker_context = context
+    _collect_less()
+
+
+def _collect_less() -> tuple[int, int, int]:
+    """Fewer garbage collections while analysing: a parse makes hundreds of thousands of
+    objects and the analysis no reference cycles (tests/scan check it), so the collector's
+    passes over them find nothing; with the defaults they cost about an eighth of the scan.
+    The data loaded so far is frozen out of every pass. Returns the thresholds it replaced."""
+    replaced = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    return replaced
+
+
+@contextmanager
+def _collecting_less() -> Iterator[None]:
+    replaced = _collect_less()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*replaced)
+        gc.unfreeze()
 
 
 def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
@@ -153,7 +177,8 @@ def scan_files(
         for done, job, key in prepared():
             if done is None:
                 assert job is not None
-                done = _analyze_bytes(*job, settings.context())
+                with _collecting_less():
+                    done = _analyze_bytes(*job, settings.context())
                 cache.put(key, done)
             yield finish(done)
         return
@@ -183,7 +208,7 @@ def _scan_in_pool(
 ) -> Iterator[ScannedFile]:
     # A bounded window of files in flight, so memory does not grow with the tree; results are
     # yielded in input order. Each pending entry: a finished result, or (batch, index, key).
-    window = jobs * BATCH_FILES * 4
+    window = jobs * BATCH_FILES * 16
     pending: deque[tuple[ScannedFile | None, _Batch | None, int, str]] = deque()
     pool: ProcessPoolExecutor | None = None
     batch = _Batch()

@@ -198,7 +198,6 @@ class NameModel:
         # Every loaded Name with the scope it is read in and whether it sits under a guard.
         self.loads: list[tuple[ast.Name, Scope, bool]] = []
         self.imports: list[ImportRecord] = []
-        self.guarded_nodes: set[int] = set()
         # By-products of the same walk for the site finder, so it needs no walk of its own:
         # every Call, and every Compare, Subscript, Assign and `arguments` node, with its guard.
         self.calls: list[tuple[ast.Call, bool]] = []
@@ -297,7 +296,6 @@ class _Builder:
         loads = model.loads
         calls = model.calls
         idiom_nodes = model.idiom_nodes
-        guarded_nodes = model.guarded_nodes
         Name, Attribute, Constant, Call = ast.Name, ast.Attribute, ast.Constant, ast.Call
         Load, AST = ast.Load, ast.AST
         reversed_fields = _REVERSED_CHILD_FIELDS
@@ -307,8 +305,6 @@ class _Builder:
         pop = stack.pop
         while stack:
             node, scope, guarded = pop()
-            if guarded:
-                guarded_nodes.add(id(node))
             kind = type(node)
 
             # The commonest kinds first, with their children inline.
@@ -316,7 +312,7 @@ class _Builder:
                 if node.ctx.__class__ is Load:  # type: ignore[attr-defined]
                     loads.append((node, scope, guarded))  # type: ignore[arg-type]
                 else:
-                    self._bind_target_name(node, scope, parents.get(id(node)))  # type: ignore[arg-type]
+                    self._bind_target_name(node, scope, parents.get(id(node)), guarded)  # type: ignore[arg-type]
                 continue
             if kind is Constant:
                 continue
@@ -424,8 +420,10 @@ class _Builder:
                 current = current.parent
         return scope
 
-    def _bind_target_name(self, node: ast.Name, scope: Scope, parent: ast.AST | None) -> None:
-        binding = Binding("local", node=node, guarded=id(node) in self.model.guarded_nodes)
+    def _bind_target_name(
+        self, node: ast.Name, scope: Scope, parent: ast.AST | None, guarded: bool
+    ) -> None:
+        binding = Binding("local", node=node, guarded=guarded)
         if (
             isinstance(parent, ast.Assign)
             and len(parent.targets) == 1

@@ -220,13 +220,13 @@ class _SiteFinder:
 
     def find_chained_methods(self) -> None:
         """Methods on receivers that are not name chains: `model(x).sum()`, `a[0].double()`."""
-        for node, _ in self.model.calls:  # every Call, collected by the name model's walk
+        for node, guarded in self.model.calls:  # every Call, collected by the name model's walk
             if (
                 isinstance(node.func, ast.Attribute)
                 and not isinstance(node.func.value, (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS))
                 and self._root_name(node.func.value) is None
             ):
-                self._method_site(node.func, id(node) in self.model.guarded_nodes)
+                self._method_site(node.func, guarded)
 
     @staticmethod
     def _root_name(expr: ast.expr) -> ast.Name | None:
@@ -255,30 +255,29 @@ class _SiteFinder:
 
     def find_idioms(self) -> None:
         # The name model's walk collected the candidates: no walk of our own.
-        for call, _ in self.model.calls:
-            self.idioms_in_call(call)
-        for node, _ in self.model.idiom_nodes:
+        # An idiom's node (a string, an argument) shares the guard of the candidate it is in.
+        for call, guarded in self.model.calls:
+            self.idioms_in_call(call, guarded)
+        for node, guarded in self.model.idiom_nodes:
             kind = type(node)
             if kind is ast.Compare:
-                self.idioms_in_compare(node)  # type: ignore[arg-type]
+                self.idioms_in_compare(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.Subscript:
-                self.env_subscript(node)  # type: ignore[arg-type]
+                self.env_subscript(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.Assign:
-                self.device_assignment(node)  # type: ignore[arg-type]
+                self.device_assignment(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.arguments:
-                self.device_defaults(node)  # type: ignore[arg-type]
+                self.device_defaults(node, guarded)  # type: ignore[arg-type]
 
-    def idiom(self, kind: str, node: ast.AST, detail: str | None) -> None:
-        self.site(
-            "idiom", node, idiom=kind, detail=detail, guarded=id(node) in self.model.guarded_nodes
-        )
+    def idiom(self, kind: str, node: ast.AST, detail: str | None, guarded: bool) -> None:
+        self.site("idiom", node, idiom=kind, detail=detail, guarded=guarded)
 
-    def idioms_in_call(self, call: ast.Call) -> None:
+    def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
         qualname = self.call_qualnames.get(id(call))
         for kw in call.keywords:
             value = _string(kw.value)
             if kw.arg in ("device", "device_type") and value and _XLA_DEVICE.match(value):
-                self.idiom("xla-device-string", kw.value, value)
+                self.idiom("xla-device-string", kw.value, value, guarded)
         func = call.func
         first = call.args[0] if call.args else None
         first_string = _string(first)
@@ -292,35 +291,35 @@ class _SiteFinder:
                 "torch.amp.GradScaler",
             ):
                 assert first is not None
-                self.idiom("xla-device-string", first, first_string)
+                self.idiom("xla-device-string", first, first_string, guarded)
         if qualname == "torch.distributed.init_process_group":
             backend = _argument(call, 0, "backend")
             if _string(backend) == "xla":
                 assert backend is not None
-                self.idiom("xla-process-group", backend, "xla")
+                self.idiom("xla-process-group", backend, "xla", guarded)
             init_method = _keyword(call, "init_method")
             if _string(init_method) in ("xla://", "pjrt://"):
                 assert init_method is not None
-                self.idiom("xla-init-method", init_method, _string(init_method))
+                self.idiom("xla-init-method", init_method, _string(init_method), guarded)
         elif qualname in ("torch.compile", "torch._dynamo.optimize"):
             backend = _keyword(call, "backend")
             if qualname == "torch._dynamo.optimize" and backend is None:
                 backend = _argument(call, 0, "backend")
             if _string(backend) in ("openxla", "openxla_eval"):
                 assert backend is not None
-                self.idiom("openxla-compile-backend", backend, _string(backend))
+                self.idiom("openxla-compile-backend", backend, _string(backend), guarded)
         elif qualname in _ENV_CALLS:
-            self.env_name(_argument(call, 0, "key"))
+            self.env_name(_argument(call, 0, "key"), guarded)
         elif qualname == "os.environ.update":
             for arg in call.args:
                 if isinstance(arg, ast.Dict):
                     for key in arg.keys:
-                        self.env_name(key)
+                        self.env_name(key, guarded)
             for kw in call.keywords:
                 if kw.arg and _XLA_ENV.match(kw.arg):
-                    self.idiom("xla-env-var", kw.value, kw.arg)
+                    self.idiom("xla-env-var", kw.value, kw.arg, guarded)
 
-    def idioms_in_compare(self, compare: ast.Compare) -> None:
+    def idioms_in_compare(self, compare: ast.Compare, guarded: bool) -> None:
         operands = [compare.left, *compare.comparators]
         strings = [(o, _string(o)) for o in operands]
         for operand, value in strings:
@@ -328,9 +327,9 @@ class _SiteFinder:
                 continue
             others = [o for o in operands if o is not operand]
             if _XLA_DEVICE.match(value) and any(self._mentions_device(o) for o in others):
-                self.idiom("xla-device-type-compare", operand, value)
+                self.idiom("xla-device-type-compare", operand, value, guarded)
             elif value == "NEURON" and any(self._is_device_kind_query(o) for o in others):
-                self.idiom("neuron-device-type-compare", operand, value)
+                self.idiom("neuron-device-type-compare", operand, value, guarded)
 
     def _mentions_device(self, expr: ast.expr) -> bool:
         text = ast.unparse(expr) if not isinstance(expr, ast.Name) else expr.id
@@ -342,24 +341,24 @@ class _SiteFinder:
             return qualname.startswith("torch_xla")
         return "device" in ast.unparse(expr).lower()
 
-    def env_subscript(self, node: ast.Subscript) -> None:
+    def env_subscript(self, node: ast.Subscript, guarded: bool) -> None:
         if self.chain_qualnames.get(id(node.value)) == "os.environ":
-            self.env_name(node.slice)
+            self.env_name(node.slice, guarded)
 
-    def env_name(self, key: ast.expr | None) -> None:
+    def env_name(self, key: ast.expr | None, guarded: bool) -> None:
         value = _string(key)
         if value and _XLA_ENV.match(value):
             assert key is not None
-            self.idiom("xla-env-var", key, value)
+            self.idiom("xla-env-var", key, value, guarded)
 
-    def device_assignment(self, node: ast.Assign) -> None:
+    def device_assignment(self, node: ast.Assign, guarded: bool) -> None:
         value = _string(node.value)
         if not value or not _XLA_DEVICE.match(value):
             return
         if any(isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
-            self.idiom("xla-device-string", node.value, value)
+            self.idiom("xla-device-string", node.value, value, guarded)
 
-    def device_defaults(self, args: ast.arguments) -> None:
+    def device_defaults(self, args: ast.arguments, guarded: bool) -> None:
         positional = [*args.posonlyargs, *args.args]
         pairs = list(
             zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
@@ -370,7 +369,7 @@ class _SiteFinder:
         for arg, default in pairs:
             value = _string(default)
             if value and _XLA_DEVICE.match(value) and "device" in arg.arg.lower():
-                self.idiom("xla-device-string", default, value)
+                self.idiom("xla-device-string", default, value, guarded)
 
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:

@@ -72,3 +72,23 @@ def test_a_small_change_is_analysed_without_starting_workers(
     assert {f.api for f in again.findings if f.path == "alias_plain.py"} == {
         "torch_xla.core.xla_model.mark_step"
     }
+
+
+def test_analysis_leaves_no_reference_cycles() -> None:
+    """The workers collect garbage rarely (`engine._collect_less`): that is only free while
+    analysing a file leaves no cyclic garbage behind."""
+    import gc
+
+    from neuron_migrate.engine import ScanSettings, _analyze_bytes
+    from neuron_migrate.matrix import newest_version
+
+    context = ScanSettings(newest_version()).context()
+    sources = sorted(FIXTURES.rglob("*.py"))
+    gc.collect()
+    gc.disable()
+    try:
+        for path in sources:
+            _analyze_bytes(path.read_bytes(), path.name, context)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
