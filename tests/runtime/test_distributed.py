@@ -43,7 +43,8 @@ def test_torchrun_ddp_merges_two_traces(sim_run) -> None:
     assert [p["rank"] for p in run.trace["processes"]] == [0, 1]
     allreduce = run.op("c10d::allreduce_")
     assert allreduce["processes"] == 2 and allreduce["status"] == "native"
-    for collective in ("c10d::allgather_", "c10d::broadcast_", "c10d::_reduce_scatter_base_"):
+    collectives = ("c10d::allgather_", "c10d::broadcast_", "c10d::_reduce_scatter_base_")
+    for collective in (*collectives, "c10d::barrier"):
         assert run.op(collective)["count"] >= 2
 
 
