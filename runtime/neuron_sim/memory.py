@@ -1,15 +1,17 @@
 """Device memory counters that report the real bytes held by neuron tensors.
 
-Every wrapper's CPU payload is tracked by the storage it holds: views share their base's
-storage and count once; a storage is released when the last payload over it dies. The weak
-references go on the payloads, not the wrappers: `swap_tensors` (used by `model.to`) refuses
-tensors that have weak references.
+The ledger counts CPU storages, not tensors: every storage a neuron tensor's payload uses is
+counted once (views share their base's storage) from the first time a wrapper holds it until
+the storage itself is freed. Torch keeps one Python object per live storage
+(`untyped_storage()` returns the same object for as long as the storage lives), so a weak
+reference to that object fires exactly when the memory goes; a view costs a dict lookup and no
+weak reference of its own. Weak references never go on the wrappers: `swap_tensors` (used by
+`model.to`) refuses tensors that have them.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 
 import torch
 
@@ -20,40 +22,46 @@ class MemoryLedger:
         self.peak = 0
         self.allocations = 0
         self.frees = 0
-        self._holders: dict[int, list[int]] = {}  # storage data_ptr -> [wrappers alive, nbytes]
-        self._refs: dict[int, weakref.ref[torch.Tensor]] = {}  # by id: refs compare by referent
+        self._held: dict[int, int] = {}  # id(storage) -> bytes counted for it
+        self._keys: dict[weakref.ref[torch.UntypedStorage], int] = {}  # its weakref -> id
 
     def track(self, elem: torch.Tensor) -> None:
+        """Count the storage under `elem` if it is not counted yet."""
         storage = elem.untyped_storage()
-        key = storage.data_ptr()
-        if not key:
-            return  # empty tensors hold no memory
-        holder = self._holders.get(key)
-        if holder is None:
-            nbytes = storage.nbytes()
-            self._holders[key] = [1, nbytes]
-            self.allocated += nbytes
-            self.allocations += 1
-            if self.allocated > self.peak:
-                self.peak = self.allocated
-        else:
-            holder[0] += 1
-        ref = weakref.ref(elem, self._release_callback(key))
-        self._refs[id(ref)] = ref
+        key = id(storage)
+        if key in self._held:
+            return
+        nbytes = storage.nbytes()
+        if not nbytes:
+            return  # empty storages hold no memory (a later resize_ is followed by `refresh`)
+        self._held[key] = nbytes
+        self._keys[weakref.ref(storage, self._release)] = key
+        self.allocations += 1
+        self._grow(nbytes)
 
-    def _release_callback(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
-        def release(ref: weakref.ref[torch.Tensor]) -> None:
-            self._refs.pop(id(ref), None)
-            holder = self._holders.get(key)
-            if holder is None:
-                return
-            holder[0] -= 1
-            if holder[0] == 0:
-                del self._holders[key]
-                self.allocated -= holder[1]
-                self.frees += 1
+    def refresh(self, elem: torch.Tensor) -> None:
+        """After an op that may resize or replace `elem`'s storage (resize_, set_, out=)."""
+        storage = elem.untyped_storage()
+        key = id(storage)
+        counted = self._held.get(key)
+        if counted is None:
+            self.track(elem)
+            return
+        nbytes = storage.nbytes()
+        if nbytes != counted:
+            self._held[key] = nbytes
+            self._grow(nbytes - counted)
 
-        return release
+    def _grow(self, nbytes: int) -> None:
+        self.allocated += nbytes
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+
+    def _release(self, ref: weakref.ref[torch.UntypedStorage]) -> None:
+        # Runs while the storage is being freed, before its id can be reused.
+        key = self._keys.pop(ref)
+        self.allocated -= self._held.pop(key)
+        self.frees += 1
 
     def reset_peak(self) -> None:
         self.peak = self.allocated
@@ -68,7 +76,7 @@ class MemoryLedger:
             "allocated_bytes.all.peak": self.peak,
             "reserved_bytes.all.current": self.allocated,
             "reserved_bytes.all.peak": self.peak,
-            "allocated.all.current": len(self._holders),
+            "allocated.all.current": len(self._held),
             "allocated.all.allocated": self.allocations,
             "allocated.all.freed": self.frees,
         }

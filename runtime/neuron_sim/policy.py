@@ -50,12 +50,6 @@ class OpPolicy:
                 record.first_location,
             )
 
-    def note_location(self, record: OpRecord) -> None:
-        """Count this call against the user line that made it (sampled: see LOCATION_SAMPLES)."""
-        location = user_location()
-        if location is not None:
-            record.locations[location] = record.locations.get(location, 0) + 1
-
     def refuse(self, record: OpRecord) -> NeuronUnsupportedOpError:
         """Record a refused call and build the error to raise."""
         location = user_location()

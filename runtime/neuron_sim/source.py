@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from types import FrameType
+from types import CodeType, FrameType
 
 import torch
 
@@ -40,7 +40,10 @@ def _user_path(filename: str) -> str | None:
     path = _user_paths.get(filename, _UNSEEN)
     if path is not _UNSEEN:
         return path
-    path = os.path.abspath(filename) if _is_user_file(filename) else None
+    if not _is_user_file(filename):
+        _user_paths[filename] = None
+        return None
+    path = os.path.abspath(filename)
     if os.path.isabs(filename):  # a relative name's abspath follows the working directory
         _user_paths[filename] = path
     return path
@@ -50,7 +53,7 @@ def user_location(frame: FrameType | None = None) -> str | None:
     """`file:line` of the innermost frame that belongs to user code, or None.
 
     Runs for the sampled calls of every op (`LOCATION_SAMPLES`), so the per-file verdict and
-    absolute path are cached.
+    absolute path are cached, and so is each user frame's `file:line` by bytecode offset.
     """
     frame = frame or sys._getframe(1)
     paths = _user_paths
@@ -60,6 +63,28 @@ def user_location(frame: FrameType | None = None) -> str | None:
         if path is _UNSEEN:
             path = _user_path(filename)
         if path is not None:
-            return f"{path}:{frame.f_lineno}"
+            return _location(frame, path)
         frame = frame.f_back
     return None
+
+
+# id(code) -> (code, {bytecode offset: "file:line"}). The entry holds the code object, so its id
+# cannot be reused while the entry exists; user code objects are few and live long anyway.
+_lines: dict[int, tuple[CodeType, dict[int, str]]] = {}
+
+
+def _location(frame: FrameType, path: str) -> str:
+    """`path:line` of `frame`. Working out `f_lineno` from the line table costs more than a
+    stack walk, so it is done once per call site."""
+    code = frame.f_code
+    entry = _lines.get(id(code))
+    if entry is None:
+        if not os.path.isabs(code.co_filename):  # its path follows the working directory
+            return f"{path}:{frame.f_lineno}"
+        entry = _lines[id(code)] = (code, {})
+    by_offset = entry[1]
+    offset = frame.f_lasti
+    location = by_offset.get(offset)
+    if location is None:
+        location = by_offset[offset] = f"{path}:{frame.f_lineno}"
+    return location

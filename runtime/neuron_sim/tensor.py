@@ -9,6 +9,7 @@ per-op facts on `_Op`, and touches nothing it does not need.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -18,10 +19,13 @@ from neuron_sim.errors import NeuronSimError
 from neuron_sim.memory import LEDGER
 from neuron_sim.policy import UNSUPPORTED, OpPolicy
 from neuron_sim.recorder import LOCATION_SAMPLES, OpRecord
+from neuron_sim.source import user_location
 
 _CPU = torch.device("cpu")
+_STRIDED = torch.strided
 _FAKE_MODE_KEY = torch._C._TorchDispatchModeKey.FAKE
 _get_dispatch_mode = torch._C._get_dispatch_mode
+_get_frame = sys._getframe
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 _Tensor = torch.Tensor
 
@@ -59,9 +63,8 @@ class NeuronTensor(torch.Tensor):
     _downcast = False  # True when the logical dtype (float64) is wider than `_elem`'s
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return dispatch(func, args, kwargs)
+    # __torch_dispatch__ is `_torch_dispatch`, set below the class (one Python frame per op fewer
+    # than a method that calls it).
 
     # "Traceable" subclass: torch.compile and swap_tensors (model.to keeps Parameter identity)
     # look through it to the CPU payload.
@@ -112,15 +115,20 @@ class NeuronTensor(torch.Tensor):
 class _Op:
     """What `dispatch` needs to know about one OpOverload, computed once."""
 
-    __slots__ = ("cpu_tensor_ok", "func", "out_alias", "record", "refused")
+    __slots__ = ("call", "cpu_tensor_ok", "out_alias", "record", "refused", "reshapes", "views")
 
     def __init__(self, func: OpOverload, record: OpRecord) -> None:
         name = record.name
-        self.func = func
+        # The C++ callable behind `OpOverload.__call__`, without its Python frame.
+        self.call = func._op
         self.record = record
         self.refused = record.status == UNSUPPORTED
         self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
         self.out_alias = _written_outputs(func)
+        self.reshapes = self.out_alias is not None and _may_reshape_written(func)
+        # Views return tensors over their input's storage, which the ledger already counts.
+        returns = func._schema.returns
+        self.views = bool(returns) and all(ret.alias_info is not None for ret in returns)
 
 
 def _written_outputs(func: OpOverload) -> tuple[tuple[int, str], ...] | None:
@@ -143,36 +151,54 @@ def _written_outputs(func: OpOverload) -> tuple[tuple[int, str], ...] | None:
     return tuple(aliases)
 
 
-_OPS: dict[OpOverload, _Op] = {}
+def _may_reshape_written(func: OpOverload) -> bool:
+    """Ops that can give the tensors they write new sizes or storage: in-place view ops
+    (`t_`, `unsqueeze_`, `resize_`, `set_`), `out=` ops (they resize a mis-shaped `out`)."""
+    if torch.Tag.inplace_view in func.tags or "resize" in func._schema.name:
+        return True
+    return any(
+        arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write
+        for arg in func._schema.arguments
+    )
+
+
+_OPS: dict[Any, _Op] = {}  # keyed by `OpOverload._op`: hashing an OpOverload runs Python code
 
 
 def _describe(func: OpOverload) -> _Op:
     assert _policy is not None, "neuron_sim is not installed"
-    op = _OPS[func] = _Op(func, _policy.record_for(func.name()))
+    op = _OPS[func._op] = _Op(func, _policy.record_for(func.name()))
     return op
 
 
-def wrap(elem: torch.Tensor, downcast: bool = False) -> NeuronTensor:
-    """A fresh neuron wrapper around the CPU tensor `elem`."""
+def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> NeuronTensor:
+    """A fresh neuron wrapper around the CPU tensor `elem` (`counted`: its storage is known to
+    the memory ledger already, as a view's is)."""
     dtype = elem.dtype
     if downcast:
         logical = _UPCAST.get(dtype)
         downcast = logical is not None
         if logical is not None:
             dtype = logical
-    wrapper = _make_wrapper(
-        NeuronTensor,
-        elem.size(),
-        strides=elem.stride(),
-        storage_offset=elem.storage_offset(),
-        dtype=dtype,
-        device=_NEURON,
-        layout=elem.layout,
-    )
+    offset = elem.storage_offset()
+    if offset or elem.layout is not _STRIDED:
+        wrapper = _make_wrapper(
+            NeuronTensor,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=offset,
+            dtype=dtype,
+            device=_NEURON,
+            layout=elem.layout,
+        )
+    else:  # most payloads: two keyword arguments fewer for torch to parse
+        wrapper = _make_wrapper(
+            NeuronTensor, elem.size(), strides=elem.stride(), dtype=dtype, device=_NEURON
+        )
     wrapper._elem = elem
     if downcast:
         wrapper._downcast = True
-    if type(elem) is _Tensor:  # not the FakeTensors torch.compile traces with
+    if not counted and type(elem) is _Tensor:  # not the FakeTensors torch.compile traces with
         LEDGER.track(elem)
     return wrapper
 
@@ -232,9 +258,22 @@ def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any]
     return mapped, downcast
 
 
-def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+def _note_location(record: OpRecord) -> None:
+    """Count this call against the user line that made it (the first LOCATION_SAMPLES calls)."""
+    assert _policy is not None
+    if record.count == 0:
+        _policy.first_use(record)
+    location = user_location(_get_frame(1))
+    if location is not None:
+        locations = record.locations
+        locations[location] = locations.get(location, 0) + 1
+
+
+def _torch_dispatch(
+    cls: type, func: OpOverload, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+) -> Any:
     """Run `func` for neuron tensors: decide, record, unwrap, run on CPU, wrap."""
-    op = _OPS.get(func) or _describe(func)
+    op = _OPS.get(func._op) or _describe(func)
     tracing = _get_dispatch_mode(_FAKE_MODE_KEY) is not None
     if not tracing:  # while torch.compile traces, the graph check decides instead
         record = op.record
@@ -242,10 +281,7 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | N
             assert _policy is not None
             raise _policy.refuse(record)
         if record.count < LOCATION_SAMPLES:
-            assert _policy is not None
-            if record.count == 0:
-                _policy.first_use(record)
-            _policy.note_location(record)
+            _note_location(record)
         record.count += 1
     if func is _TO_COPY:
         return _to_copy(args[0], kwargs or {})
@@ -271,24 +307,36 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | N
                 raise _mixing_error()
             unwrapped.append(arg)
     if kwargs:
-        kwargs, inner = _map_kwargs(kwargs, check_cpu)
+        mapped, inner = _map_kwargs(kwargs, check_cpu)
         downcast |= inner
-        result = func(*unwrapped, **kwargs)
+        result = op.call(*unwrapped, **mapped)
     else:
-        result = func(*unwrapped)
+        result = op.call(*unwrapped)
 
     if op.out_alias is not None:
-        return _written_arguments(op.out_alias, args, kwargs)
+        written = _written_arguments(op.out_alias, args, kwargs)
+        if op.reshapes:
+            _follow_payloads(written, tracing)
+        return written
     kind = type(result)
     if kind is _Tensor:
-        return wrap(result, downcast)
+        return wrap(result, downcast, op.views)
     if kind is tuple or kind is list:
         if tracing:  # torch.compile traces with FakeTensors, a Tensor subclass
             return kind(wrap(r, downcast) if isinstance(r, _Tensor) else r for r in result)
-        return kind(wrap(r, downcast) if type(r) is _Tensor else r for r in result)
+        views = op.views
+        return kind(wrap(r, downcast, views) if type(r) is _Tensor else r for r in result)
     if tracing and isinstance(result, _Tensor):
         return wrap(result, downcast)
     return result
+
+
+NeuronTensor.__torch_dispatch__ = classmethod(_torch_dispatch)  # type: ignore[assignment]
+
+
+def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+    """`_torch_dispatch` for the PrivateUse1 kernels (factories, ops below the Python key)."""
+    return _torch_dispatch(NeuronTensor, func, (), args, kwargs)
 
 
 def _written_arguments(
@@ -300,6 +348,48 @@ def _written_arguments(
         for position, name in aliases
     ]
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _follow_payloads(written: Any, tracing: bool) -> None:
+    """After an op that may have resized or re-pointed the payloads it wrote (`resize_`, `t_`,
+    `set_`, a mis-shaped `out=`): give each wrapper its payload's geometry, count its bytes."""
+    for wrapper in written if type(written) is tuple else (written,):
+        if type(wrapper) is not NeuronTensor:
+            continue
+        _match_geometry(wrapper)
+        if not tracing:
+            LEDGER.refresh(wrapper._elem)
+
+
+_SET_STORAGE = torch.ops.aten.set_.source_Storage_storage_offset
+
+
+def _match_geometry(wrapper: NeuronTensor) -> None:
+    """Give `wrapper` the sizes, strides and offset of its payload, without dispatching an op.
+
+    As torch does for wrapper subclasses (`return_and_correct_aliasing`): `set_` runs on the
+    wrapper itself under the Meta key, pointing it at a data-less neuron storage that is large
+    enough for the new geometry.
+    """
+    elem = wrapper._elem
+    size, stride, offset = elem.size(), elem.stride(), elem.storage_offset()
+    if wrapper.size() == size and wrapper.stride() == stride and wrapper.storage_offset() == offset:
+        return
+    shell = _make_wrapper(
+        NeuronTensor,
+        size,
+        strides=stride,
+        storage_offset=offset,
+        dtype=wrapper.dtype,
+        device=_NEURON,
+    )
+    with torch._C._DisableTorchDispatch():
+        meta_included = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            _SET_STORAGE(wrapper, shell.untyped_storage(), offset, size, stride)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_included)
 
 
 def _to_copy(src: Any, kwargs: dict[str, Any]) -> Any:

@@ -117,6 +117,61 @@ def test_device_basics(sim_run) -> None:
     assert "memory format" in refusal["message"] and refusal["location"].startswith("script.py:")
 
 
+MEMORY = """
+import torch
+
+MB = 256 * 1024 * 4  # bytes of a 256x1024 float32 tensor
+allocated = torch.neuron.memory_allocated
+start = allocated()
+
+base = torch.empty(256, 1024, device="neuron")
+view = base.view(1024, 256)
+first, second = base.split(128)
+assert allocated() - start == MB  # views share their base's storage: counted once
+del base, first, second
+assert allocated() - start == MB  # the view still holds the storage
+del view
+assert allocated() == start
+
+grown = torch.empty(0, device="neuron")
+assert allocated() == start
+torch.neuron.reset_peak_memory_stats()
+grown.resize_(256, 1024)
+assert grown.shape == (256, 1024) and grown.stride() == (1024, 1)
+assert allocated() - start == MB and torch.neuron.max_memory_allocated() - start == MB
+grown.resize_(512, 1024)
+assert allocated() - start == 2 * MB
+grown.set_(torch.empty(256, 1024, device="neuron"))
+assert grown.shape == (256, 1024)
+assert allocated() - start == MB  # the resized storage went with set_
+del grown
+assert allocated() == start
+
+out = torch.empty(0, device="neuron")
+ones = torch.ones(256, 1024, device="neuron")
+result = torch.add(ones, ones, out=out)
+assert result is out and out.shape == (256, 1024) and out.sum().item() == 2 * 256 * 1024
+assert allocated() - start == 2 * MB
+del out, result, ones
+assert allocated() == start
+
+t = torch.arange(6.0, device="neuron").view(2, 3)
+t.t_()
+assert t.shape == (3, 2) and t.stride() == (1, 3) and t.tolist() == [[0, 3], [1, 4], [2, 5]]
+t.unsqueeze_(0)
+assert t.shape == (1, 3, 2) and (t + 1).shape == (1, 3, 2)
+print("MEMORY_OK")
+"""
+
+
+def test_memory_counters_follow_views_resize_and_out(sim_run) -> None:
+    run = sim_run(MEMORY)
+    assert run.exit_code == 0, run.err
+    assert "MEMORY_OK" in run.out
+    for op in ("aten::resize_", "aten::set_.source_Tensor", "aten::add.out", "aten::t_"):
+        assert run.op(op)["count"] >= 1
+
+
 TRAINING = """
 import torch, torch.nn as nn
 from torch.utils.checkpoint import checkpoint
