@@ -1,19 +1,23 @@
-"""Overhead of the simulated `neuron` device against plain CPU PyTorch, in one process.
+"""Overhead of the simulated `neuron` device against plain CPU PyTorch.
 
-    python bench/runtime_overhead.py [--steps 20] [--repeats 5] [--threads 1]
+    python bench/runtime_overhead.py [--runs 3] [--steps 20] [--repeats 5] [--threads 1]
 
 Workloads: a 2-layer TransformerEncoder training step (d_model=128, 4 heads, ff=512, batch 8,
-seq 64, AdamW) and an MLP (256-512-512-10, batch 64, AdamW); each eager and compiled. Plain CPU
-and the simulated device run in the same process (the device only touches neuron tensors), the
-same number of steps, repetitions interleaved; the median ms/step is reported with its ratio
-to plain CPU eager. Torch runs on one thread by default: on a shared machine, OpenMP threads
-that wait for a descheduled sibling turn a 5 ms step into 200 ms, whatever the device.
-Targets: eager <= 1.6x, compiled <= 1.25x. This is a benchmark, not a test.
+seq 64, AdamW) and an MLP (256-512-512-10, batch 64, AdamW); each eager and compiled. Within a
+run, plain CPU and the simulated device run in the same process (the device only touches
+neuron tensors), the same number of steps, repetitions interleaved; each configuration's median
+ms/step is taken, wall and CPU time, with its ratio to plain CPU eager. Each run is a fresh
+process: how one process happens to lay out its tensors moves a ratio by several hundredths, so
+the summary gives, for every figure, the median over the runs. Torch runs on one thread by
+default: on a shared machine, OpenMP threads that wait for a descheduled sibling turn a 5 ms
+step into 200 ms, whatever the device. Targets: eager <= 1.6x, compiled <= 1.25x, both against
+plain CPU eager. This is a benchmark, not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -24,6 +28,17 @@ from collections.abc import Callable
 from typing import Any
 
 SIM_ENV = "NEURON_MIGRATE_SIM"
+CHILD_FLAG = "--one-run"
+TARGETS = {"eager": 1.60, "compiled": 1.25}
+ROWS = [  # label, device, torch.compile backend
+    ("cpu eager", "cpu", None),
+    ("neuron (sim) eager", "neuron", None),
+    ("cpu compiled (aot_eager)", "cpu", "aot_eager"),
+    ("neuron (sim) compiled", "neuron", "neuron"),
+]
+BASELINE = "cpu eager"
+SIM_ROWS = {"eager": "neuron (sim) eager", "compiled": "neuron (sim) compiled"}
+AOT_ROW = "cpu compiled (aot_eager)"
 
 
 def _transformer(device: str) -> tuple[Any, Any]:
@@ -49,6 +64,9 @@ def _mlp(device: str) -> tuple[Any, Any]:
     return model, batch
 
 
+WORKLOADS = {"transformer": _transformer, "mlp": _mlp}
+
+
 def _step_fn(
     build: Callable[[str], tuple[Any, Any]], device: str, compiled: str | None
 ) -> Callable[[], None]:
@@ -68,33 +86,29 @@ def _step_fn(
 
 def _time_round_robin(
     steps: dict[str, Callable[[], None]], count: int, repeats: int
-) -> dict[str, float]:
-    """Median ms/step of each configuration; repetitions interleave the configurations so a
-    busy machine slows them all alike."""
+) -> dict[str, dict[str, float]]:
+    """Median wall and CPU ms/step of each configuration; repetitions interleave the
+    configurations so a busy machine slows them all alike."""
     for step in steps.values():
         for _ in range(3):  # warm-up (and compile)
             step()
-    samples: dict[str, list[float]] = {label: [] for label in steps}
+    wall: dict[str, list[float]] = {label: [] for label in steps}
+    cpu: dict[str, list[float]] = {label: [] for label in steps}
     for _ in range(repeats):
         for label, step in steps.items():
-            start = time.perf_counter()
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
             for _ in range(count):
                 step()
-            samples[label].append((time.perf_counter() - start) / count * 1e3)
-    return {label: statistics.median(times) for label, times in samples.items()}
+            wall[label].append((time.perf_counter() - start_wall) / count * 1e3)
+            cpu[label].append((time.process_time() - start_cpu) / count * 1e3)
+    return {
+        label: {"wall_ms": statistics.median(wall[label]), "cpu_ms": statistics.median(cpu[label])}
+        for label in steps
+    }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per repetition")
-    parser.add_argument("--repeats", type=int, default=5, help="repetitions (median is reported)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
-    args = parser.parse_args()
-    if not os.environ.get(SIM_ENV):
-        # The device installs at `import torch`; start again with it switched on.
-        env = dict(os.environ, **{SIM_ENV: "1"})
-        return subprocess.call([sys.executable, *sys.argv], env=env)
-
+def _one_run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every workload and configuration in this process (the simulated device installed)."""
     import torch
 
     if args.threads:
@@ -102,34 +116,107 @@ def main() -> int:
     warnings.simplefilter("ignore")  # fallback and logger warnings are not what we measure
     from neuron_sim import compile_backend
 
-    # The matrix refuses some ops these graphs hold (see the note printed below); this measures
-    # the cost of the simulation, so the graphs are let through.
+    # The matrix refuses some ops these graphs hold (see the notes printed at the end); this
+    # measures the cost of the simulation, so the graphs are let through.
     compile_backend.refuse_non_native_ops = False
-    print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-        f"{args.steps} steps x {args.repeats} repeats, median ms/step"
-    )
-    rows = [
-        ("cpu eager", "cpu", None),
-        ("neuron (sim) eager", "neuron", None),
-        ("cpu compiled (aot_eager)", "cpu", "aot_eager"),
-        ("neuron (sim) compiled", "neuron", "neuron"),
-    ]
-    for name, build in (("transformer", _transformer), ("mlp", _mlp)):
-        steps = {label: _step_fn(build, device, backend) for label, device, backend in rows}
-        results = _time_round_robin(steps, args.steps, args.repeats)
-        base = results["cpu eager"]
-        print(f"\n{name}")
-        for label, ms in results.items():
-            print(f"  {label:<26} {ms:8.2f} ms   {ms / base:5.2f}x cpu eager")
-        print(f"  ratio eager    (target <= 1.60): {results['neuron (sim) eager'] / base:.2f}x")
-        print(f"  ratio compiled (target <= 1.25): {results['neuron (sim) compiled'] / base:.2f}x")
+    results = {}
+    for name, build in WORKLOADS.items():
+        steps = {label: _step_fn(build, device, backend) for label, device, backend in ROWS}
+        results[name] = _time_round_robin(steps, args.steps, args.repeats)
     from neuron_sim.install import installed_trace
 
     trace = installed_trace()
-    refused = {c.error for c in trace.compiles if c.error} if trace else set()
-    for note in sorted(refused):
+    refused = sorted({c.error for c in trace.compiles if c.error} if trace else set())
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "results": results,
+        "refused": refused,
+    }
+
+
+def _ratios(results: dict[str, dict[str, float]], clock: str) -> dict[str, float]:
+    base = results[BASELINE][clock]
+    return {label: figures[clock] / base for label, figures in results.items()}
+
+
+def _report(runs: list[dict[str, Any]], args: argparse.Namespace, loads: list[str]) -> None:
+    first = runs[0]
+    print(
+        f"torch {first['torch']}, {first['threads']} thread(s), {args.steps} steps x "
+        f"{args.repeats} repeats per run, {len(runs)} run(s) in fresh processes; "
+        "figures are medians over the runs"
+    )
+    print(f"load average (1, 5, 15 min) before each run and at the end: {'; '.join(loads)}")
+    for name in WORKLOADS:
+        per_run = [run["results"][name] for run in runs]
+        wall_ratios = [_ratios(results, "wall_ms") for results in per_run]
+        cpu_ratios = [_ratios(results, "cpu_ms") for results in per_run]
+        print(f"\n{name}")
+        print(
+            f"  {'':<26} {'wall ms':>8} {'cpu ms':>8} {'x cpu eager':>12} "
+            f"{'(by cpu ms)':>11} {'x aot_eager':>12}"
+        )
+        for label, _, backend in ROWS:
+            wall = statistics.median([results[label]["wall_ms"] for results in per_run])
+            cpu = statistics.median([results[label]["cpu_ms"] for results in per_run])
+            ratio = statistics.median([ratios[label] for ratios in wall_ratios])
+            cpu_ratio = statistics.median([ratios[label] for ratios in cpu_ratios])
+            to_aot = ""
+            if backend:  # compiled rows: against plain CPU compiled the same way
+                to_aot = f"{statistics.median([r[label] / r[AOT_ROW] for r in wall_ratios]):.2f}x"
+            print(
+                f"  {label:<26} {wall:8.2f} {cpu:8.2f} {ratio:11.2f}x {cpu_ratio:10.2f}x "
+                f"{to_aot:>12}"
+            )
+        for mode, row in SIM_ROWS.items():
+            ratios = [r[row] for r in wall_ratios]
+            target = TARGETS[mode]
+            ratio = statistics.median(ratios)
+            verdict = "met" if ratio <= target else "NOT met"
+            each = " ".join(f"{r:.2f}" for r in ratios)
+            print(
+                f"  ratio {mode:<8} (target <= {target:.2f}): {ratio:.2f}x {verdict}"
+                + (f"   runs: {each}" if len(ratios) > 1 else "")
+            )
+    for note in sorted({note for run in runs for note in run["refused"]}):
         print(f"\nnote: the matrix would refuse this compile: {note}")
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes (medians reported)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per repetition")
+    parser.add_argument("--repeats", type=int, default=5, help="repetitions per run")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
+    parser.add_argument("--json", metavar="FILE", help="write every run's figures to FILE")
+    parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one_run:
+        print(json.dumps(_one_run(args)))
+        return 0
+    # The device installs at `import torch`; each run starts a process with it switched on.
+    env = dict(os.environ, **{SIM_ENV: "1"})
+    command = [sys.executable, os.path.abspath(__file__), *sys.argv[1:], CHILD_FLAG]
+    runs, loads = [], []
+    for _ in range(args.runs):
+        loads.append(_load_average())
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
+        if done.returncode:
+            return done.returncode
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    loads.append(_load_average())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"args": vars(args), "load_average": loads, "runs": runs}, fh, indent=1)
+    _report(runs, args, loads)
     return 0
 
 

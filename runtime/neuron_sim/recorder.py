@@ -19,7 +19,7 @@ TRACE_FORMAT = "neuron-sim-process-trace"
 TRACE_FORMAT_VERSION = 1
 
 
-@dataclass
+@dataclass(slots=True)  # read and counted on every op
 class OpRecord:
     """One aten (or c10d) op overload: its verdict and how often this process ran it."""
 
