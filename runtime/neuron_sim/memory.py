@@ -24,6 +24,7 @@ class MemoryLedger:
         self.frees = 0
         self._held: dict[int, int] = {}  # id(storage) -> bytes counted for it
         self._keys: dict[weakref.ref[torch.UntypedStorage], int] = {}  # its weakref -> id
+        self._on_free = self._release  # one bound method for every weak reference
 
     def track(self, elem: torch.Tensor) -> None:
         """Count the storage under `elem` if it is not counted yet."""
@@ -35,7 +36,7 @@ class MemoryLedger:
         if not nbytes:
             return  # empty storages hold no memory (a later resize_ is followed by `refresh`)
         self._held[key] = nbytes
-        self._keys[weakref.ref(storage, self._release)] = key
+        self._keys[weakref.ref(storage, self._on_free)] = key
         self.allocations += 1
         self._grow(nbytes)
 
