@@ -155,7 +155,7 @@ def _report(runs: list[dict[str, Any]], args: argparse.Namespace, loads: list[st
         print(f"\n{name}")
         print(
             f"  {'':<26} {'wall ms':>8} {'cpu ms':>8} {'x cpu eager':>12} "
-            f"{'(by cpu ms)':>11} {'x aot_eager':>12}"
+            f"{'(cpu time)':>11} {'x aot_eager':>12}"
         )
         for label, _, backend in ROWS:
             wall = statistics.median([results[label]["wall_ms"] for results in per_run])
@@ -167,7 +167,7 @@ def _report(runs: list[dict[str, Any]], args: argparse.Namespace, loads: list[st
                 to_aot = f"{statistics.median([r[label] / r[AOT_ROW] for r in wall_ratios]):.2f}x"
             print(
                 f"  {label:<26} {wall:8.2f} {cpu:8.2f} {ratio:11.2f}x {cpu_ratio:10.2f}x "
-                f"{to_aot:>12}"
+                f"{to_aot:>12}".rstrip()
             )
         for mode, row in SIM_ROWS.items():
             ratios = [r[row] for r in wall_ratios]
