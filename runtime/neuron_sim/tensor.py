@@ -1,10 +1,11 @@
 """`NeuronTensor`: a tensor that reports `device=neuron:0` and keeps its data in a CPU tensor.
 
-Every aten op on it reaches `dispatch`, which asks the matrix about the op, records it, unwraps
-the CPU payloads, runs the CPU kernel and wraps the results. The same `dispatch` serves the
-PrivateUse1 kernels (factories and the few ops torch runs below the Python key), so one code
-path decides every op. This is the hot path of the runtime: it avoids pytree, caches all
-per-op facts on `_Op`, and touches nothing it does not need.
+Every aten op on it reaches `_torch_dispatch` (its `__torch_dispatch__`), which asks the matrix
+about the op, records it, unwraps the CPU payloads, runs the CPU kernel and wraps the results.
+The same function serves the PrivateUse1 kernels through `dispatch` (factories and the few ops
+torch runs below the Python key), so one code path decides every op. This is the hot path of
+the runtime: it avoids pytree, caches all per-op facts on `_Op`, and touches nothing it does
+not need.
 """
 
 from __future__ import annotations
