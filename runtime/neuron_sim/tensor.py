@@ -316,8 +316,10 @@ def _torch_dispatch(
 
     if op.out_alias is not None:
         written = _written_arguments(op.out_alias, args, kwargs)
-        if op.reshapes:
-            _follow_payloads(written, tracing)
+        # Not while torch.compile traces: a tracer's wrapper pointed at a real storage breaks
+        # dynamo's fake copies of it (AOTAutograd's functional graph gets the shapes right).
+        if op.reshapes and not tracing:
+            _follow_payloads(written)
         return written
     kind = type(result)
     if kind is _Tensor:
@@ -351,14 +353,12 @@ def _written_arguments(
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _follow_payloads(written: Any, tracing: bool) -> None:
+def _follow_payloads(written: Any) -> None:
     """After an op that may have resized or re-pointed the payloads it wrote (`resize_`, `t_`,
     `set_`, a mis-shaped `out=`): give each wrapper its payload's geometry, count its bytes."""
     for wrapper in written if type(written) is tuple else (written,):
-        if type(wrapper) is not NeuronTensor:
-            continue
-        _match_geometry(wrapper)
-        if not tracing:
+        if type(wrapper) is NeuronTensor:
+            _match_geometry(wrapper)
             LEDGER.refresh(wrapper._elem)
 
 

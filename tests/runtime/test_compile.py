@@ -141,3 +141,40 @@ def test_factories_inside_compiled_graphs(sim_run) -> None:
     assert len(graphs) == 2 and all(g["ok"] for g in graphs), graphs
     assert graphs[0]["backward_ops"] > 0
     assert run.trace["compile"]["graph_breaks"] == 0
+
+
+IN_PLACE_VIEWS = """
+import torch
+
+def reshaped(x):
+    y = x.clone()
+    y.t_()
+    z = y + 1
+    y.unsqueeze_(0)
+    return z, y * 2
+
+def resized_out(x):
+    out = torch.empty(0, device=x.device)
+    torch.add(x, 1, out=out)  # resizes `out`
+    return (out * 2,)
+
+view = torch.arange(6.0, device="neuron").view(2, 3)
+plain = torch.randn(2, 3, device="neuron")
+for fn, arg, shapes in (
+    (reshaped, view, [(3, 2), (1, 3, 2)]),
+    (reshaped, plain, [(3, 2), (1, 3, 2)]),
+    (resized_out, plain, [(2, 3)]),
+):
+    eager = fn(arg)
+    compiled = torch.compile(fn, backend="neuron")(arg)
+    assert [t.shape for t in eager] == [t.shape for t in compiled] == shapes, (fn, compiled)
+    assert all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(eager, compiled))
+print("IN_PLACE_VIEWS_OK")
+"""
+
+
+def test_in_place_view_ops_in_a_compiled_function_match_eager(sim_run) -> None:
+    run = sim_run(IN_PLACE_VIEWS)
+    assert run.exit_code == 0, run.err
+    assert "IN_PLACE_VIEWS_OK" in run.out
+    assert all(graph["ok"] for graph in run.trace["compile"]["graphs"])
