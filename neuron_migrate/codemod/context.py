@@ -3,11 +3,14 @@ helpers the new code needs, and a record of every site's outcome."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from neuron_migrate.codemod.outline import Imported
+from neuron_migrate.codemod.passes import Visitor
+from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.ruleset import Rule
 
 Span = tuple[int, int, int, int]
@@ -49,17 +52,21 @@ def module_bindings(module: cst.Module) -> tuple[dict[str, str], set[str]]:
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        _bind_import(alias, found, taken)
-                elif isinstance(small, cst.ImportFrom) and not small.relative:
-                    _bind_from(small, found, taken)
+                if isinstance(small, cst.Import | cst.ImportFrom):
+                    for imported in imported_names(small):
+                        _bind(imported, found, taken)
                 elif isinstance(small, cst.Assign):
                     for target in small.targets:
                         if isinstance(target.target, cst.Name):
                             taken.add(target.target.value)
         elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             taken.add(stmt.name.value)
+        elif isinstance(stmt, OpaqueStatement):
+            for imported in stmt.cut.imports:
+                _bind(imported, found, taken)
+            taken.update(stmt.cut.binds)
+        elif isinstance(stmt, OpaqueCompound):
+            taken.update(stmt.headers.binds)
     return found, taken
 
 
@@ -71,13 +78,42 @@ def _dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
-def _bind_import(alias: cst.ImportAlias, found: dict[str, str], taken: set[str]) -> None:
-    module = _dotted(alias.name)
-    local = (
-        alias.asname.name.value
-        if alias.asname and isinstance(alias.asname.name, cst.Name)
-        else None
-    )
+def _name(alias: cst.ImportAlias) -> str | None:
+    asname = alias.asname
+    return asname.name.value if asname and isinstance(asname.name, cst.Name) else None
+
+
+def imported_names(node: cst.Import | cst.ImportFrom) -> list[Imported]:
+    """The names an import binds (none for `from m import *` and relative imports)."""
+    if isinstance(node, cst.Import):
+        return [Imported(_dotted(alias.name), None, _name(alias)) for alias in node.names]
+    if node.relative or isinstance(node.names, cst.ImportStar):
+        return []
+    module = _dotted(node.module) if node.module else ""
+    out = []
+    for alias in node.names:
+        name = alias.name.value if isinstance(alias.name, cst.Name) else ""
+        out.append(Imported(module, name, _name(alias) or name))
+    return out
+
+
+# `import <module> as <local>` gives these modules the local name.
+_MODULE_KEYS = {
+    "os": "os",
+    "torch": "torch",
+    "torch.distributed": "dist",
+    "torch_neuronx": "torch_neuronx",
+}
+
+
+def _bind(imported: Imported, found: dict[str, str], taken: set[str]) -> None:
+    module, local = imported.module, imported.local
+    if imported.name is not None:  # from module import name [as local]
+        assert local is not None
+        taken.add(local)
+        if module == "torch" and imported.name == "distributed":
+            found.setdefault("dist", local)
+        return
     if local is None:
         root = module.partition(".")[0]
         taken.add(root)
@@ -85,30 +121,8 @@ def _bind_import(alias: cst.ImportAlias, found: dict[str, str], taken: set[str])
             found.setdefault(root, root)
         return
     taken.add(local)
-    key = {
-        "os": "os",
-        "torch": "torch",
-        "torch.distributed": "dist",
-        "torch_neuronx": "torch_neuronx",
-    }
-    if module in key:
-        found.setdefault(key[module], local)
-
-
-def _bind_from(node: cst.ImportFrom, found: dict[str, str], taken: set[str]) -> None:
-    module = _dotted(node.module) if node.module else ""
-    if isinstance(node.names, cst.ImportStar):
-        return
-    for alias in node.names:
-        name = alias.name.value if isinstance(alias.name, cst.Name) else ""
-        local = (
-            alias.asname.name.value
-            if alias.asname and isinstance(alias.asname.name, cst.Name)
-            else name
-        )
-        taken.add(local)
-        if module == "torch" and name == "distributed":
-            found.setdefault("dist", local)
+    if module in _MODULE_KEYS:
+        found.setdefault(_MODULE_KEYS[module], local)
 
 
 @dataclass
@@ -134,8 +148,12 @@ class FileContext:
 
     def use_modules(self, node: cst.CSTNode) -> dict[str, str]:
         """Record the modules a template names; return the renames this file needs."""
+        return self.use_names(root_names(node))
+
+    def use_names(self, names: Iterable[str]) -> dict[str, str]:
+        """`use_modules` for a template's root names, found once."""
         renames: dict[str, str] = {}
-        for name in _root_names(node):
+        for name in names:
             if name in MODULE_IMPORTS:
                 self.needs.add(name)
                 if self.alias(name) != name:
@@ -165,11 +183,11 @@ class FileContext:
         return lines
 
 
-def _root_names(node: cst.CSTNode) -> set[str]:
+def root_names(node: cst.CSTNode) -> frozenset[str]:
     """Names that start an expression (not attribute names after a dot)."""
     roots: set[str] = set()
 
-    class _Visitor(cst.CSTVisitor):
+    class _Visitor(Visitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             node.value.visit(self)
             return False
@@ -178,4 +196,4 @@ def _root_names(node: cst.CSTNode) -> set[str]:
             roots.add(node.value)
 
     node.visit(_Visitor())
-    return roots
+    return frozenset(roots)

@@ -5,19 +5,18 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
+from neuron_migrate.analyzer.sites import find_sites
 from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.codemod.context import FileContext, Outcome, module_bindings
 from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports
-from neuron_migrate.codemod.sites_index import index_source
-from neuron_migrate.codemod.transformer import RuleTransformer, span_of_range
+from neuron_migrate.codemod.output import RewriteFailed, printed_checked
+from neuron_migrate.codemod.sites_index import SiteIndex
+from neuron_migrate.codemod.skeleton import parse_printed
+from neuron_migrate.codemod.spansets import SourceText
+from neuron_migrate.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 
-
-class RewriteFailed(Exception):
-    """The rewritten source did not parse: a bug in a transform. The file is left alone."""
+__all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
 
 
 @dataclass(frozen=True)
@@ -40,12 +39,17 @@ def rewrite_source(
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
     when the output would not parse; never returns broken code."""
     ruleset = ruleset or load_ruleset()
-    index = index_source(source, ruleset)
+    tree = ast.parse(source)
+    index = SiteIndex(find_sites(source, tree), ruleset)
     if not index:
         return SourceRewrite(source, source)
-    wrapper = MetadataWrapper(cst.parse_module(source))
-    positions = wrapper.resolve(PositionProvider)
-    bindings, taken = module_bindings(wrapper.module)
+    text = SourceText(source)
+    xla_mentions = text.occurrences("torch_xla")
+    # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they
+    # were, never entered by the passes below.
+    module, where = parse_printed(source, tree, index.lines(), xla_mentions.lines())
+    top_level = frozenset(module.body)
+    bindings, taken = module_bindings(module)
     ctx = FileContext(
         rules_by_code=ruleset.get,
         unsafe=unsafe,
@@ -53,20 +57,20 @@ def rewrite_source(
         taken=taken,
         call_qualnames=index.call_qualnames,
         reference_qualnames={span: r.site.qualname or "" for span, r in index.names.items()},
-        position=lambda node: span_of_range(positions[node]),
+        position=where.spans.__getitem__,
     )
-    module = wrapper.visit(RuleTransformer(index, ctx))
-    module = clean_imports(module, ruleset)
+    rules = RuleTransformer(index, ctx, where)
+    module = module.visit(rules)
+    imported = {site.detail for site in index.imports if site.detail}
+    module = clean_imports(
+        module,
+        ruleset,
+        where.extents,
+        text,
+        xla_mentions,
+        imported,
+        rules.made_from,
+    )
     module = add_imports_and_helpers(module, ctx)
-    new = module.code
-    if new != source:
-        _check_parses(new)
+    new = printed_checked(module, text, where.extents, top_level)
     return SourceRewrite(source, new, tuple(sorted(ctx.outcomes, key=lambda o: (o.line, o.code))))
-
-
-def _check_parses(code: str) -> None:
-    try:
-        ast.parse(code)
-        cst.parse_module(code)
-    except (SyntaxError, cst.ParserSyntaxError) as exc:
-        raise RewriteFailed(f"rewritten code does not parse: {' '.join(str(exc).split())}") from exc

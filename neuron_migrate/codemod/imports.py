@@ -7,14 +7,19 @@ change which branch runs, so it stays with a marker instead.
 
 from __future__ import annotations
 
+import re
 import sys
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
 
 from neuron_migrate.codemod.context import FileContext, module_bindings
 from neuron_migrate.codemod.markers import HeaderComments, with_comments
+from neuron_migrate.codemod.names import NameCount, dotted
+from neuron_migrate.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
+from neuron_migrate.codemod.positions import Extent
+from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
+from neuron_migrate.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.codemod.statements import StatementCleanup, deleted
 from neuron_migrate.codemod.transforms.launch import DEVICE_LOADER, DEVICE_LOADER_SOURCE
 from neuron_migrate.ruleset import RuleSet
@@ -24,40 +29,65 @@ _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "
 HELPERS = {DEVICE_LOADER: DEVICE_LOADER_SOURCE}
 
 
-def dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{dotted(node.value)}.{node.attr.value}"
-    return ""
-
-
 def _is_torch_xla(module: str) -> bool:
     return module == "torch_xla" or module.startswith("torch_xla.")
 
 
-class _Usage(cst.CSTVisitor):
-    """Names read outside import statements, and dotted chains (`torch_xla.debug.metrics`)."""
+class _Usage(NameCount):
+    """The names the rewritten tree reads, and its dotted chains. Counted word by word, on
+    demand: a count enters the nodes the codemod made and those that hold the word in the source
+    (an opaque statement is parsed then). A node may be counted twice; a count only ever answers
+    whether a name is used."""
 
-    def __init__(self) -> None:
-        self.names: Counter[str] = Counter()
-        self.chains: set[str] = set()
+    def __init__(
+        self, module: cst.Module, extents: Mapping[cst.CSTNode, Extent], source: SourceText
+    ) -> None:
+        super().__init__()
+        self.module = module
+        self.extents = extents
+        self.source = source
+        self.covered: set[str] = set()  # words whose every mention is counted
+        self.parsed: set[int] = set()  # opaque statements counted, by id
+        self.mentions = SpanSet(())  # where the words of the count in progress are
+        self.words: re.Pattern[str] | None = None  # and what they are
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
+    def cover(self, words: Iterable[str]) -> None:
+        """Count every mention of `words`, in one pass."""
+        new = sorted(set(words) - self.covered)
+        if not new:
+            return
+        self.covered.update(new)
+        self.words = re.compile(r"\b(?:" + "|".join(map(re.escape, new)) + r")\b")
+        self.mentions = self.source.occurrences(self.words.pattern)
+        if self.mentions:
+            self.count(self.module)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
+    def uses_name(self, name: str) -> bool:
+        self.cover([name])
+        return self.names[name] > 0
 
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names[node.value] += 1
+    def uses_chain(self, chain: str) -> bool:
+        self.cover([chain.partition(".")[0]])
+        return chain in self.chains
 
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        chain = dotted(node)
-        if chain:
-            self.chains.add(chain)
-        node.value.visit(self)
-        return False  # the name after the dot is an attribute, not a use of a local name
+    def enter(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in INERT or not self.mentions.within(self.extents.get(node)):
+            return False
+        # An opaque node is parsed when its source holds a word (its comment lines above hold
+        # no names).
+        assert self.words is not None
+        if kind is OpaqueStatement:
+            if id(node) not in self.parsed and self.words.search(node.cut.text):  # type: ignore[attr-defined]
+                self.parsed.add(id(node))
+                self.count(node.parse())  # type: ignore[attr-defined]
+            return False
+        if kind is OpaqueCompound:
+            headers = node.headers.texts  # type: ignore[attr-defined]
+            if id(node) not in self.parsed and any(self.words.search(h) for h in headers):
+                self.parsed.add(id(node))
+                self.count(node.parse_headers())  # type: ignore[attr-defined]
+        return True
 
 
 def _catches_import_error(node: cst.Try) -> bool:
@@ -72,13 +102,33 @@ def _catches_import_error(node: cst.Try) -> bool:
     return False
 
 
-class ImportCleanup(HeaderComments, StatementCleanup):
-    def __init__(self, ruleset: RuleSet, usage: _Usage) -> None:
+class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        usage: _Usage,
+        extents: Mapping[cst.CSTNode, Extent],
+        made_from: Mapping[object, Extent],
+        xla_mentions: SpanSet,
+    ) -> None:
         super().__init__()
         self.ruleset = ruleset
         self.usage = usage
+        self.extents = extents
+        self.made_from = made_from
+        self.xla_mentions = xla_mentions
         self.guarded_bodies: set[int] = set()
         self.blocks: list[int] = []
+
+    def wanted(self, node: cst.CSTNode) -> bool:
+        """Statements that may hold a torch_xla import, and the blocks around them. The rule
+        pass makes no import, so a node it made holds one only where the node it replaced did."""
+        kind = type(node)
+        return (
+            kind not in INERT
+            and kind not in EXPRESSIONS
+            and self.xla_mentions.within(self.extents.get(node) or self.made_from.get(node))
+        )
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
@@ -102,8 +152,8 @@ class ImportCleanup(HeaderComments, StatementCleanup):
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
         if rule is not None and rule.code != "NM100" and local == module.partition(".")[0]:
-            return module in self.usage.chains  # imported for a side effect only
-        return self.usage.names[local] > 0
+            return self.usage.uses_chain(module)  # imported for a side effect only
+        return self.usage.uses_name(local)
 
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
@@ -186,16 +236,31 @@ def _rebuild(
     return small.with_changes(names=aliases)
 
 
-def clean_imports(module: cst.Module, ruleset: RuleSet) -> cst.Module:
-    usage = _Usage()
-    module.visit(usage)
-    return module.visit(ImportCleanup(ruleset, usage))
+def clean_imports(
+    module: cst.Module,
+    ruleset: RuleSet,
+    extents: Mapping[cst.CSTNode, Extent],
+    source: SourceText,
+    xla_mentions: SpanSet,
+    imported: Iterable[str],
+    made_from: Mapping[object, Extent],
+) -> cst.Module:
+    """`module` (rewritten from `source`; its nodes from there have `extents`) with the
+    torch_xla imports nothing uses any more removed, and those still needed marked.
+    `xla_mentions`: where the source says torch_xla; `imported`: the names the imports bind,
+    counted in one pass before the import pass asks about them; `made_from`: for each node the
+    rule pass made, where what it stands in place of was in the source."""
+    usage = _Usage(module, extents, source)
+    usage.cover(imported)
+    return module.visit(ImportCleanup(ruleset, usage, extents, made_from, xla_mentions))
 
 
 # -- additions --------------------------------------------------------------------------------
 
 
 def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    if isinstance(stmt, OpaqueStatement):
+        return stmt.cut.import_line
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
     )
@@ -223,6 +288,8 @@ def _insertion_point(body: Sequence[cst.BaseStatement]) -> tuple[int, bool]:
 
 def _top_module(statement: cst.BaseStatement) -> str | None:
     """`os` for `import os.path`, `torch` for `from torch import nn`; None for anything else."""
+    if isinstance(statement, OpaqueStatement):
+        return statement.cut.top_module
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     node = statement.body[0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.analyzer.sites import Site, find_sites
+from neuron_migrate.analyzer.sites import Site
 from neuron_migrate.ruleset import Rule, RuleSet
 
 Span = tuple[int, int, int, int]
@@ -67,9 +67,13 @@ class SiteIndex:
             return rule
         return None
 
+    def lines(self) -> set[int]:
+        """The lines where a rule acts: the statements holding them are the codemod's to see."""
+        return {span[0] for span in self.spans()}
+
+    def spans(self) -> list[Span]:
+        """The spans of the nodes rules act on."""
+        return [*self.calls, *self.names, *self.literals]
+
     def __bool__(self) -> bool:
         return bool(self.calls or self.names or self.literals or self.imports)
-
-
-def index_source(source: str, ruleset: RuleSet) -> SiteIndex:
-    return SiteIndex(find_sites(source), ruleset)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from neuron_migrate.codemod.passes import Transformer
+
 
 class DeletedStatement(cst.SimpleStatementLine):
     """A statement a transform deleted; only its comments remain to be placed."""
@@ -69,7 +71,7 @@ def has_deleted(body: Sequence[cst.BaseStatement]) -> bool:
     return any(isinstance(stmt, DeletedStatement) for stmt in body)
 
 
-class StatementCleanup(cst.CSTTransformer):
+class StatementCleanup(Transformer):
     """Mixin for transformers that delete statements: resolves the placeholders per block."""
 
     def leave_IndentedBlock(

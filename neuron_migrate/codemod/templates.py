@@ -8,13 +8,15 @@ are, so their comments and formatting survive. A template that is a plain dotted
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import libcst as cst
 
-from neuron_migrate.codemod.context import FileContext
+from neuron_migrate.codemod.context import FileContext, root_names
+from neuron_migrate.codemod.passes import Transformer
 from neuron_migrate.ruleset import Rewrite
 
 _HOLE = re.compile(r"\{(\w+)\}")
@@ -56,7 +58,7 @@ _TIGHT_FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
-class _FillHoles(cst.CSTTransformer):
+class _FillHoles(Transformer):
     def __init__(self, values: Mapping[str, cst.BaseExpression], aliases: Mapping[str, str]):
         self.values = values
         self.aliases = aliases
@@ -85,6 +87,21 @@ class _FillHoles(cst.CSTTransformer):
         return updated
 
 
+# A template is parsed once, with the names its expressions start with: filling its holes
+# builds a new tree from it (libcst nodes are immutable, so the few leaves the new tree shares
+# with it are safe to share).
+@functools.lru_cache(maxsize=256)
+def _parsed_expression(source: str) -> tuple[cst.BaseExpression, frozenset[str]]:
+    expr = cst.parse_expression(source)
+    return expr, root_names(expr)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_module(source: str) -> tuple[cst.Module, frozenset[str]]:
+    module = cst.parse_module(source)
+    return module, root_names(module)
+
+
 def render(
     text: str,
     ctx: FileContext,
@@ -92,20 +109,29 @@ def render(
 ) -> cst.BaseExpression:
     """Parse `text`, put `values` into its `{holes}`, and point `torch`/`dist`/`os` at the
     names this file binds them to (recording the imports the file will need)."""
-    values = values or {}
     source = _HOLE.sub(lambda m: _HOLE_PREFIX + m.group(1), text)
-    expr = cst.parse_expression(source)
-    aliases = ctx.use_modules(expr)
+    expr, roots = _parsed_expression(source)
+    aliases = ctx.use_names(roots)
+    if not values:
+        return _without_holes(source, tuple(sorted(aliases.items())))
     filled = expr.visit(_FillHoles(values, aliases))
+    assert isinstance(filled, cst.BaseExpression)
+    return filled
+
+
+@functools.lru_cache(maxsize=256)
+def _without_holes(source: str, aliases: tuple[tuple[str, str], ...]) -> cst.BaseExpression:
+    """A template without holes gives the same tree at every site: made once and shared, as
+    libcst nodes are immutable and no pass tells two sites' copies apart."""
+    filled = _parsed_expression(source)[0].visit(_FillHoles({}, dict(aliases)))
     assert isinstance(filled, cst.BaseExpression)
     return filled
 
 
 def render_statements(text: str, ctx: FileContext, values: Mapping[str, cst.BaseExpression]):
     """Statements from a multi-line template, with holes filled as in `render`."""
-    source = _HOLE.sub(lambda m: _HOLE_PREFIX + m.group(1), text)
-    module = cst.parse_module(source)
-    aliases = ctx.use_modules(module)
+    module, roots = _parsed_module(_HOLE.sub(lambda m: _HOLE_PREFIX + m.group(1), text))
+    aliases = ctx.use_names(roots)
     filled = module.visit(_FillHoles(values, aliases))
     assert isinstance(filled, cst.Module)
     return list(filled.body)
@@ -162,7 +188,7 @@ def apply_template(
     if values is None:
         return None
     for param, default in rewrite.defaults:
-        values.setdefault(param, cst.parse_expression(default))
+        values.setdefault(param, _parsed_expression(default)[0])
     if any(hole not in values for hole in _HOLE.findall(text)):
         return None
     return render(text, ctx, values)

@@ -1,9 +1,10 @@
 """The libcst pass that applies the rules at the analyzer's sites.
 
-It walks the tree once with `PositionProvider`, finds each site's node by its exact span and
-dispatches on the rule: a template, an expression, statement or literal transform, or a TODO
-marker above the enclosing statement when no safe rewrite applies. Statements a transform deletes
-leave their comments behind for the next statement.
+It walks the tree once, entering only the nodes that hold a site, finds each site's node by its
+exact span (as printed: `positions.py`) and dispatches on the rule: a template, an expression,
+statement or literal transform, or a TODO marker above the enclosing statement when no safe
+rewrite applies. Statements a transform deletes leave their comments behind for the next
+statement.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
 
 from neuron_migrate.codemod import targets
 from neuron_migrate.codemod.context import FileContext, Outcome, Span
 from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
+from neuron_migrate.codemod.passes import INERT, STATEMENTS, PrunedTransformer, Transformer
+from neuron_migrate.codemod.positions import Extent, Printed
 from neuron_migrate.codemod.sites_index import RuledSite, SiteIndex
+from neuron_migrate.codemod.spansets import SpanSet
 from neuron_migrate.codemod.statements import DeletedStatement, StatementCleanup, deleted
 from neuron_migrate.codemod.targets import CallTarget, LiteralTarget, StatementTarget
 from neuron_migrate.codemod.templates import apply_template, parenthesize
@@ -43,17 +46,16 @@ _LOOSE_EXPRESSIONS = (
 _STATEMENT_HOSTS = (cst.Expr, cst.Assign, cst.Return)
 
 
-def span_of_range(position: CodeRange) -> Span:
-    return (position.start.line, position.start.column, position.end.line, position.end.column)
-
-
-class RuleTransformer(HeaderComments, StatementCleanup, cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, index: SiteIndex, ctx: FileContext) -> None:
+class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
+    def __init__(self, index: SiteIndex, ctx: FileContext, where: Printed) -> None:
         super().__init__()
         self.index = index
         self.ctx = ctx
+        self.spans = where.spans
+        self.extents = where.extents
+        # Where what each node this pass made stands in place of was in the source.
+        self.made_from: dict[object, Extent] = {}
+        self.sites = SpanSet(index.spans())
         self.nodes: list[cst.CSTNode] = []  # original ancestors of the node being visited
         self.statements: list[cst.CSTNode] = []  # original enclosing statements
         self.comments: dict[int, list[str]] = defaultdict(list)  # id(statement) -> lines
@@ -73,22 +75,30 @@ class RuleTransformer(HeaderComments, StatementCleanup, cst.CSTTransformer):
     # -- bookkeeping ----------------------------------------------------------------------------
 
     def span_of(self, node: cst.CSTNode) -> Span:
-        return span_of_range(self.get_metadata(PositionProvider, node))
+        return self.spans[node]  # every node this pass enters was printed from the source
+
+    def wanted(self, node: cst.CSTNode) -> bool:
+        return type(node) not in INERT and self.sites.within(self.extents.get(node))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if not super().on_visit(node):
+            return False
         self.nodes.append(node)
-        if isinstance(node, cst.BaseStatement):
+        if type(node) in STATEMENTS:
             self.statements.append(node)
-        return super().on_visit(node)
+        return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        if original is self._skipped:
+            return super().on_leave(original, updated)
         result = super().on_leave(original, updated)
         self.nodes.pop()
-        if isinstance(original, cst.BaseStatement):
+        if type(original) in STATEMENTS:
             self.statements.pop()
             lines = self.comments.pop(id(original), None)
             if lines:
                 result = _comment_first(result, lines, self.already_above(original))
+        self.made_from[result] = self.extents[original]
         return result
 
     def parents(self) -> Sequence[cst.CSTNode]:
@@ -387,7 +397,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, cst.CSTTransformer):
         return module
 
 
-class _Requote(cst.CSTTransformer):
+class _Requote(Transformer):
     def __init__(self, avoid: str) -> None:
         self.avoid = avoid
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
 
-from neuron_migrate.codemod import engine
+from neuron_migrate.codemod import targets
 from neuron_migrate.codemod.engine import RewriteFailed, rewrite_source
 from neuron_migrate.rewriter import rewrite_file, write_atomically
 from neuron_migrate.ruleset import load_ruleset
@@ -23,9 +24,10 @@ def test_syntax_error_propagates_as_syntax_error():
 
 
 def test_output_that_does_not_parse_is_refused(monkeypatch):
-    monkeypatch.setattr(engine.cst.Module, "code", property(lambda self: "def broken(:\n"))
+    broken = [cst.Expr(cst.Name("def"))]  # a keyword where a name should be
+    monkeypatch.setitem(targets.STATEMENT, "step-marker", lambda target: broken)
     with pytest.raises(RewriteFailed):
-        rewrite_source("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+        rewrite_source("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n")
 
 
 def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):

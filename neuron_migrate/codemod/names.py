@@ -1,0 +1,77 @@
+"""The names a tree reads: what tells whether an import is still used.
+
+Counting only reads the tree, so it walks the nodes' fields itself: a libcst visitor rebuilds
+every node it enters, which costs several times more for the same answer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import libcst as cst
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+class NameCount:
+    """Names read outside import statements, and dotted chains (`torch_xla.debug.metrics`)."""
+
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+        self.chains: set[str] = set()
+
+    def enter(self, node: cst.CSTNode) -> bool:
+        """Whether to count what `node` holds (a subclass prunes)."""
+        return True
+
+    def count(self, root: cst.CSTNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if not self.enter(node):
+                continue
+            kind = type(node)
+            if kind is cst.Name:
+                self.names[node.value] += 1  # type: ignore[attr-defined]
+            elif kind is cst.Attribute:
+                chain = dotted(node)  # type: ignore[arg-type]
+                if chain:
+                    self.chains.add(chain)
+                # The name after the dot is an attribute, not a use of a local name.
+                stack.append(node.value)  # type: ignore[attr-defined]
+            elif kind is not cst.Import and kind is not cst.ImportFrom:
+                stack.extend(children(node))
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    found = _IS_NODE.get(kind)
+    if found is None:
+        found = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return found
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes in a node's fields (one level of sequences deep)."""
+    kind = type(node)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(node.__dataclass_fields__)
+    for name in names:
+        value = getattr(node, name)
+        if _is_node(type(value)):
+            yield value
+        elif type(value) is tuple or type(value) is list:
+            for item in value:
+                if _is_node(type(item)):
+                    yield item

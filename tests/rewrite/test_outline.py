@@ -1,0 +1,255 @@
+"""The outlined rewrite against the whole-tree one.
+
+`rewrite_source` parses with libcst only the statements that hold a site (`outline.py`,
+`skeleton.py`), enters only the nodes that can matter (`passes.py`) and copies the statements
+it did not change (`output.py`). The reference runs the same passes over the module parsed
+whole, entering every node, and prints it whole: both must give the same bytes and outcomes.
+"""
+
+from __future__ import annotations
+
+import ast
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from neuron_migrate.analyzer.sites import find_sites
+from neuron_migrate.codemod import engine, skeleton
+from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.codemod.passes import INERT
+from neuron_migrate.codemod.positions import printed
+from neuron_migrate.codemod.sites_index import SiteIndex
+from neuron_migrate.codemod.spansets import SourceText, SpanSet
+from neuron_migrate.ruleset import load_ruleset
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SOURCES = sorted(FIXTURES.glob("**/*.py"))
+
+HEADER = "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n"
+
+# Layouts the outline has to get exactly right: where comments and blank lines belong, what a
+# deleted statement hands on, blocks left empty, headers, decorators, the end of the file.
+LAYOUTS = {
+    "top-level step context": HEADER
+    + "\nwith torch_xla.step():\n    x = torch.ones(2)\n    if x.sum() > 0:\n"
+    "        y = x * 2\n    # after\nprint(x)\n",
+    "deleted before a cut statement": HEADER + "\n\ndef train(model):\n    loss = model()\n"
+    "    # step\n    xm.mark_step()  # sync\n    # about the next line\n\n    total = loss * 2\n"
+    "    return total\n",
+    "deleted last, deeper comments after": HEADER + "\n\ndef f():\n    for i in range(3):\n"
+    "        g(i)\n        xm.mark_step()\n            # deeper\n        # same\n    # outer\n"
+    "\n# top\nx = 1\n",
+    "block left empty": HEADER + "\n\ndef f():\n    # only a step\n    xm.mark_step()\n\n\n"
+    "def g():\n    pass\n",
+    "decorators": HEADER + "\n\n@decorate(1)\n# between\n@decorate(\n    2,\n)\ndef cut():\n"
+    "    return 1\n\n\n@decorate(xm.xla_device())\ndef header_site():\n    return 2\n\n\n"
+    "@decorate\ndef body_site(a,  # a\n             b):  # after the colon\n"
+    "    # first\n    d = xm.xla_device()\n    return a + b\n",
+    "if elif else": HEADER + "\n\ndef f(flag):\n    if flag == 1:\n        a = 1\n"
+    "    # before elif\n    elif flag == 2:\n        xm.mark_step()\n    else:\n"
+    "        # in else\n        d = xm.xla_device()\n    if xm.is_master_ordinal():\n"
+    "        print('master')\n    else:\n        pass\n",
+    "guarded import": "import torch\ntry:\n    import torch_xla.core.xla_model as xm\n"
+    "except ImportError:  # no XLA\n    xm = None\n\n\ndef f():\n    return xm.xla_device()\n",
+    "loops with else": HEADER + "\n\ndef f(n):\n    for i in range(n):\n        xm.mark_step()\n"
+    "    else:\n        done = True\n    while n:\n        n -= 1\n    else:\n"
+    "        d = xm.xla_device()\n",
+    "class": HEADER + "\n\nclass Trainer:\n    '''Trains.'''\n\n    rate = 0.1\n\n"
+    "    def __init__(self):\n        self.device = xm.xla_device()\n\n"
+    "    def plain(self):\n        return self.rate\n",
+    "no newline at the end": HEADER + "\n\ndef f():\n    return 1\n\n\nx = f()",
+    "site at the end without newline": HEADER + "\n\ndef f():\n    return 1\n\nxm.mark_step()",
+    "semicolons": HEADER + "\n\ndef f():\n    a = 1; xm.mark_step()\n    b = 2; c = 3\n"
+    "    return a + b + c\n",
+    "new imports and helper": '"""Docs."""\n\nimport numpy as np\n'
+    "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.parallel_loader as pl\n"
+    "\n\ndef f(loader):\n    dev = xm.xla_device()\n    os_env = 1\n"
+    '    os.environ["XLA_USE_BF16"] = "1"\n'
+    "    for batch in pl.MpDeviceLoader(loader, dev):\n        xm.mark_step()\n"
+    "    return xm.all_reduce(xm.REDUCE_SUM, [a, b])\n",
+    "future import first": "from __future__ import annotations\n\nimport sys\n"
+    "import torch_xla.core.xla_model as xm\n\n\ndef f() -> None:\n    xm.mark_step()\n"
+    '    xm.master_print("done")\n',
+    "alias as a parameter": HEADER + "\n\ndef unrelated(xm):\n    # xm here is a parameter\n"
+    "    return xm\n\n\ndef f():\n    xm.mark_step()\n",
+    "alias in a comment only": HEADER + "\n\n# xm is used below\ndef f():\n    xm.mark_step()\n"
+    "\n\n# xm again\nx = 1\n",
+    "tabs": HEADER + "\n\ndef f():\n\tx = 1\n\txm.mark_step()\n\treturn x\n",
+    "match": HEADER + "\n\ndef f(v):\n    match v:\n        case 1:\n"
+    "            xm.mark_step()\n        case _:\n            pass\n    return v\n",
+    "async and nesting": HEADER + "\n\nasync def f(items):\n    async with ctx() as c:\n"
+    "        async for i in items:\n            def inner():\n                return 1\n"
+    "            xm.mark_step()\n    return c\n",
+    "default argument site": HEADER + "\n\ndef setup(device='xla', n=1):\n    x = 1\n"
+    "    return device\n",
+    "fork rng": HEADER + "\n\ndef f():\n    with xm.fork_rng():\n        a = torch.randn(2)\n"
+    "    return a\n",
+    "backslash": HEADER + "\n\ndef f():\n    x = 1 + \\\n        2\n    xm.mark_step()\n"
+    "    return x\n",
+    "carriage returns": HEADER.replace("\n", "\r\n") + "\r\ndef f():\r\n    xm.mark_step()\r\n",
+    "indent of the first block": HEADER + "\n\ndef cut():\n  return 1\n\n\ndef f():\n"
+    "    if True:\n        xm.mark_step()\n    return master_print_helper(\n        1)\n",
+    "unused after rewrite": HEADER + "import torch_xla.debug.metrics as met\n\n\ndef f():\n"
+    "    xm.mark_step()\n    print(met.metrics_report())\n",
+}
+
+
+def _printed_whole(module: cst.Module, *args: object) -> str:
+    code = module.code
+    ast.parse(code)
+    return code
+
+
+@contextmanager
+def _whole_tree():
+    """Parse whole, enter every node, print whole: the codemod without its shortcuts."""
+    with (
+        mock.patch.object(skeleton, "_outlined", lambda *args: None),
+        mock.patch.object(SpanSet, "within", lambda self, extent: True),
+        mock.patch.object(engine, "printed_checked", _printed_whole),
+    ):
+        yield
+
+
+def _both(source: str, *, unsafe: bool = False):
+    fast = rewrite_source(source, unsafe=unsafe)
+    with _whole_tree():
+        whole = rewrite_source(source, unsafe=unsafe)
+    return fast, whole
+
+
+def _assert_same(source: str) -> None:
+    for unsafe in (False, True):
+        fast, whole = _both(source, unsafe=unsafe)
+        assert fast.new == whole.new
+        assert fast.outcomes == whole.outcomes
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_layout_rewrites_as_the_whole_tree_does(name: str) -> None:
+    _assert_same(LAYOUTS[name])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_rewrites_as_the_whole_tree_does(path: Path) -> None:
+    _assert_same(path.read_text(encoding="utf-8"))
+
+
+def test_unwrapped_top_level_block_is_reindented() -> None:
+    new = rewrite_source(LAYOUTS["top-level step context"]).new
+    assert "\nx = torch.ones(2)\nif x.sum() > 0:\n    y = x * 2\n" in new
+
+
+def _outlined(source: str) -> cst.Module | None:
+    tree = ast.parse(source)
+    index = SiteIndex(find_sites(source, tree), load_ruleset())
+    xla = SourceText(source).occurrences("torch_xla").lines()
+    return skeleton._outlined(source, tree, index.lines(), xla)
+
+
+def _opaque(module: cst.Module) -> int:
+    kinds = (skeleton.OpaqueStatement, skeleton.OpaqueCompound)
+    return sum(1 for line in printed(module).extents if isinstance(line, kinds))
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_outlined_tree_prints_the_source(name: str) -> None:
+    source = LAYOUTS[name]
+    module = _outlined(source)
+    if name in ("tabs", "carriage returns"):
+        assert module is None  # a layout the outline leaves to the whole parse
+        return
+    assert module is not None
+    assert printed(module).code == source
+    assert _opaque(module) > 0
+
+
+def test_spans_are_the_position_providers() -> None:
+    """Every node but whitespace and punctuation (which no pass looks up) has libcst's span."""
+    for path in SOURCES:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        spans = printed(module).spans
+        for node, where in expected.items():
+            if type(node) in INERT:
+                continue
+            span = (where.start.line, where.start.column, where.end.line, where.end.column)
+            assert spans[node] == span, (path.name, type(node).__name__)
+
+
+# Random layouts: statements with and without sites, in random blocks, between random
+# comment and blank lines.
+SIMPLE = [
+    "x = compute(1)",
+    "xm.mark_step()",
+    "d = xm.xla_device()",
+    "xm.master_print('loss', x)",
+    "t = torch.ones(2, device='xla')",
+    "total = xm.all_reduce(xm.REDUCE_SUM, t)",
+    "print(x)  # trailing",
+    "a = 1; xm.mark_step()",
+    "os.environ['XLA_USE_BF16'] = '1'",
+    "return x",
+]
+HEADERS = [
+    "def fn{n}(a, b=1):",
+    "def fn{n}(device='xla'):",
+    "@decorate\ndef fn{n}():",
+    "class K{n}:",
+    "if flag:",
+    "for i in range(3):",
+    "while cond:",
+    "with ctx():",
+    "with torch_xla.step():",
+    "try:",
+]
+GAPS = ["", "\n", "# note\n", "\n# note\n", "    # deeper note\n", "# xm note\n"]
+
+
+@st.composite
+def _block(draw, depth: int, counter: list[int]) -> list[str]:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        gap = draw(st.sampled_from(GAPS))
+        lines.extend(gap.splitlines())
+        if depth < 2 and draw(st.booleans()):
+            counter[0] += 1
+            header = draw(st.sampled_from(HEADERS)).format(n=counter[0])
+            lines.extend(header.splitlines())
+            body = draw(_block(depth + 1, counter))
+            lines.extend("    " + line if line.strip() else line for line in body)
+            if header == "try:":
+                lines.append("except ImportError:")
+                lines.append("    pass")
+            elif header in ("if flag:", "for i in range(3):") and draw(st.booleans()):
+                lines.append("else:")
+                lines.extend("    " + line for line in draw(_block(depth + 1, counter)))
+        else:
+            lines.append(draw(st.sampled_from(SIMPLE)))
+    return lines
+
+
+@st.composite
+def _programs(draw) -> str:
+    body = draw(_block(0, [0]))
+    return HEADER + "\n" + "\n".join(body) + draw(st.sampled_from(["\n", "", "\n\n# end\n"]))
+
+
+def _valid(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_programs().filter(_valid))
+def test_random_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
+    _assert_same(program)
