@@ -24,6 +24,9 @@ from neuron_migrate.codemod.passes import INERT
 Span = tuple[int, int, int, int]
 Extent = tuple[int, int, int, int]  # as a span, whitespace included
 _NEWLINES = re.compile(r"\r\n?|\n")
+# Whitespace and punctuation no pass looks up go unrecorded, but for the closing parenthesis of
+# `from m import (a, b)`: where the import's own span ends.
+_UNRECORDED = INERT - {cst.RightParen}
 
 
 @dataclass
@@ -54,12 +57,12 @@ class _Recording(CodegenState):
             self.column += len(value)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) not in INERT:
+        if type(node) not in _UNRECORDED:
             self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in INERT:
-            return  # whitespace and punctuation: no pass looks them up
+        if type(node) in _UNRECORDED:
+            return
         line, column = self.starts.pop()
         self.extents[node] = (line, column, self.line, self.column)
         if node not in self.spans:  # a syntactic span recorded inside wins

@@ -95,6 +95,9 @@ LAYOUTS = {
     "carriage returns": HEADER.replace("\n", "\r\n") + "\r\ndef f():\r\n    xm.mark_step()\r\n",
     "indent of the first block": HEADER + "\n\ndef cut():\n  return 1\n\n\ndef f():\n"
     "    if True:\n        xm.mark_step()\n    return master_print_helper(\n        1)\n",
+    "parenthesized imports": "import torch\nfrom torch_xla.core.xla_model import (\n"
+    "    xla_device,\n    mark_step,  # the step\n)\nfrom os.path import (join)\n\n\n"
+    "def f():\n    mark_step()\n    return join('a', 'b')\n",
     "unused after rewrite": HEADER + "import torch_xla.debug.metrics as met\n\n\ndef f():\n"
     "    xm.mark_step()\n    print(met.metrics_report())\n",
 }
