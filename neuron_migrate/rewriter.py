@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ class FileRewrite:
     bom: bool = False
     outcomes: tuple[Outcome, ...] = ()
     error: FileError | None = None
+    patch: str | None = None  # the diff, when made where the file was rewritten
 
     @property
     def changed(self) -> bool:
@@ -49,6 +50,8 @@ class FileRewrite:
         return sum(1 for o in self.outcomes if o.status == status)
 
     def diff(self) -> str:
+        if self.patch is not None:
+            return self.patch
         return "".join(
             difflib.unified_diff(
                 self.old.splitlines(keepends=True),
@@ -153,18 +156,29 @@ def _rewrite_notebook(
 
 
 def rewrite_tree(
-    root: Path, *, unsafe: bool = False, exclude: tuple[str, ...] = (), jobs: int = 1
+    root: Path,
+    *,
+    unsafe: bool = False,
+    exclude: tuple[str, ...] = (),
+    jobs: int = 1,
+    diffs: bool = False,
 ) -> Iterator[FileRewrite]:
     """Every discovered file migrated, in discovery order. With `jobs` > 1 the files are
-    rewritten in a pool of forked worker processes; the results still come in input order."""
+    rewritten in a pool of forked worker processes; the results still come in input order.
+    `diffs`: each changed file's diff is made where it is rewritten (`FileRewrite.patch`)."""
     ruleset = load_ruleset()
     sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
     if jobs <= 1 or len(sources) <= 1:
         with _fewer_collections():
             for path, display in sources:
-                yield rewrite_file(path, display, ruleset, unsafe=unsafe)
+                yield _rewrite(path, display, ruleset, unsafe, diffs)
         return
-    yield from _rewrite_in_pool(sources, ruleset, unsafe=unsafe, jobs=min(jobs, len(sources)))
+    yield from _rewrite_in_pool(sources, (ruleset, unsafe, diffs), jobs=min(jobs, len(sources)))
+
+
+def _rewrite(path: str, display: str, ruleset: RuleSet, unsafe: bool, diffs: bool) -> FileRewrite:
+    result = rewrite_file(path, display, ruleset, unsafe=unsafe)
+    return replace(result, patch=result.diff()) if diffs and result.changed else result
 
 
 # A rewrite allocates millions of short-lived syntax-tree nodes, freed by reference counting; at
@@ -186,69 +200,73 @@ def _fewer_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
+Settings = tuple[RuleSet, bool, bool]  # the rules, unsafe fixes, diffs
+Job = tuple[str, str]  # path, display
+
 # What a forked worker rewrites with: set by the pool initializer (inherited, never pickled).
-_WORKER: tuple[RuleSet, bool] | None = None
+_WORKER: Settings | None = None
+# Files per task: a task's round trip costs about as much as rewriting a small file.
+_BATCH = 8
 
 
-def _init_worker(ruleset: RuleSet, unsafe: bool) -> None:
+def _init_worker(settings: Settings) -> None:
     global _WORKER
-    _WORKER = (ruleset, unsafe)
+    _WORKER = settings
     gc.freeze()  # a worker's whole life is the run: fewer collections, for good
     gc.set_threshold(_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
-def _rewrite_in_worker(job: tuple[str, str]) -> FileRewrite:
+def _rewrite_in_worker(batch: list[Job]) -> list[FileRewrite]:
     assert _WORKER is not None
-    ruleset, unsafe = _WORKER
-    return rewrite_file(job[0], job[1], ruleset, unsafe=unsafe)
+    ruleset, unsafe, diffs = _WORKER
+    return [_rewrite(path, display, ruleset, unsafe, diffs) for path, display in batch]
 
 
-def _rewrite_in_pool(
-    sources: list[tuple[str, str]], ruleset: RuleSet, *, unsafe: bool, jobs: int
-) -> Iterator[FileRewrite]:
+def _rewrite_in_pool(sources: list[Job], settings: Settings, *, jobs: int) -> Iterator[FileRewrite]:
     methods = multiprocessing.get_all_start_methods()
     # fork hands the loaded rules to the workers as they are; elsewhere they are pickled once
     # per worker through the initializer.
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    window = jobs * 8  # bounded work in flight, so memory does not grow with the tree
+    window = jobs * 4  # bounded work in flight, so memory does not grow with the tree
     pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(ruleset, unsafe)
+        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(settings,)
     )
-    pending: deque[tuple[tuple[str, str], Future[FileRewrite] | None]] = deque()
-    queue = iter(sources)
+    pending: deque[tuple[list[Job], Future[list[FileRewrite]] | None]] = deque()
+    batches = (sources[i : i + _BATCH] for i in range(0, len(sources), _BATCH))
     broken = False
 
     def submit() -> None:
         nonlocal broken
         while len(pending) < window:
-            job = next(queue, None)
-            if job is None:
+            batch = next(batches, None)
+            if batch is None:
                 return
             future = None
             if not broken:
                 try:
-                    future = pool.submit(_rewrite_in_worker, job)
+                    future = pool.submit(_rewrite_in_worker, batch)
                 except BrokenProcessPool:
                     broken = True
-            pending.append((job, future))
+            pending.append((batch, future))
 
-    def here(job: tuple[str, str]) -> FileRewrite:
-        return rewrite_file(job[0], job[1], ruleset, unsafe=unsafe)
+    def here(batch: list[Job]) -> list[FileRewrite]:
+        ruleset, unsafe, diffs = settings
+        return [_rewrite(path, display, ruleset, unsafe, diffs) for path, display in batch]
 
     try:
         submit()
         while pending:
-            job, future = pending.popleft()
+            batch, future = pending.popleft()
             if future is None:
-                result = here(job)
+                results = here(batch)
             else:
                 try:
-                    result = future.result()
+                    results = future.result()
                 except Exception as exc:  # a worker died (killed, out of memory) or the
-                    # result did not travel back: redo the file in this process
+                    # results did not travel back: redo the files in this process
                     broken = broken or isinstance(exc, BrokenProcessPool)
-                    result = here(job)
-            yield result
+                    results = here(batch)
+            yield from results
             submit()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -105,7 +105,12 @@ def rewrite(
     if out_dir is not None:
         copy_tree(root, out_dir)
     workers = jobs if jobs is not None else default_jobs()
-    for result in rewrite_tree(root, unsafe=unsafe_fixes, exclude=tuple(exclude), jobs=workers):
+    # Printing a diff: each one is made in the worker that rewrote the file.
+    diffs = not apply and out_dir is None and format is RewriteFormat.diff
+    files = rewrite_tree(
+        root, unsafe=unsafe_fixes, exclude=tuple(exclude), jobs=workers, diffs=diffs
+    )
+    for result in files:
         summary.add(result)
         if result.outcomes or result.changed or result.error:
             results.append(result)

@@ -24,6 +24,8 @@ def project(tmp_path: Path) -> Path:
     (root / "pkg").mkdir(parents=True)
     for path in sorted(FIXTURES.glob("*.in.py")):
         shutil.copy(path, root / "pkg" / path.name.replace(".in.py", ".py"))
+    for n in range(12):  # enough files for several tasks of a few files each
+        shutil.copy(FIXTURES / "single_device.in.py", root / "pkg" / f"copy_{n}.py")
     (root / "plain.py").write_text("import torch\n\nprint(torch.ones(2))\n")
     (root / "py2.py").write_text("import torch_xla\nprint 'hello'\n")
     return root
@@ -41,17 +43,28 @@ def test_pool_results_match_one_process_in_input_order(project):
     assert any(r[3] is not None for r in one)  # the syntax error travels back as an error
 
 
-def _exit_on_ddp(job: tuple[str, str]):
+def _exit_on_ddp(batch: list[tuple[str, str]]):
     """Stands in for the worker function: the worker process dies on one file."""
-    if job[1].endswith("ddp_spawn.py"):
+    if any(display.endswith("ddp_spawn.py") for _, display in batch):
         os._exit(1)
-    return rewriter.rewrite_file(job[0], job[1], rewriter._WORKER[0], unsafe=False)
+    ruleset = rewriter._WORKER[0]
+    return [rewriter.rewrite_file(path, display, ruleset, unsafe=False) for path, display in batch]
 
 
 def test_a_dead_worker_costs_nothing_but_time(project, monkeypatch):
     one = [_key(r) for r in rewrite_tree(project, jobs=1)]
     monkeypatch.setattr(rewriter, "_rewrite_in_worker", _exit_on_ddp)
     assert [_key(r) for r in rewrite_tree(project, jobs=2)] == one
+
+
+def test_diffs_are_made_where_files_are_rewritten(project):
+    results = list(rewrite_tree(project, jobs=2, diffs=True))
+    changed = [r for r in results if r.changed]
+    assert changed and all(r.patch is not None for r in changed)
+    for result in changed:
+        made_here = rewriter.FileRewrite(result.path, result.display, result.old, result.new)
+        assert result.diff() == made_here.diff()
+    assert all(r.patch is None for r in results if not r.changed)
 
 
 def test_cli_output_does_not_depend_on_jobs(project):
