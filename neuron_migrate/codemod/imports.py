@@ -7,6 +7,7 @@ change which branch runs, so it stays with a marker instead.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -341,11 +342,22 @@ def _blank() -> cst.EmptyLine:
     return cst.EmptyLine(indent=True)
 
 
+# The few import lines and helper classes the pass adds, parsed once (nodes are immutable).
+@functools.lru_cache(maxsize=32)
+def _parsed_statement(text: str) -> cst.BaseStatement:
+    return cst.parse_statement(text)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_module(text: str) -> cst.Module:
+    return cst.parse_module(text)
+
+
 def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
     bindings, taken = module_bindings(module)
     ctx.bindings = {**bindings}
     lines = ctx.missing_imports()
-    new: list[cst.BaseStatement] = [cst.parse_statement(text) for text in lines]
+    new: list[cst.BaseStatement] = [_parsed_statement(text) for text in lines]
     helpers = [HELPERS[name] for name in sorted(ctx.helpers) if name not in taken]
     if not new and not helpers:
         return module
@@ -373,7 +385,7 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not found and new and index > 0:
         new[0] = new[0].with_changes(leading_lines=[_blank()])
     for source in helpers:
-        parsed = cst.parse_module(source).body
+        parsed = _parsed_module(source).body
         first = parsed[0].with_changes(leading_lines=[_blank(), _blank()])
         new.extend([first, *parsed[1:]])
     if index < len(body):

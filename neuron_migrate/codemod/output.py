@@ -3,16 +3,18 @@
 A top-level statement the passes left alone, where it was, is the very node that was printed from
 the source (`positions.py`), so its text is the source's text from its extent. (A node can also
 move: unwrapping `with torch_xla.step():` lifts its block's statements to the block around it,
-where they print with another indentation.) The statements the passes
-made are printed, and only they need re-parsing: top-level statements are independent of each
-other for `ast.parse` (it checks the grammar, and every top-level statement starts on a fresh
-line at the left margin and ends its own lines), so the output parses if they do.
+where they print with another indentation.) The statements the passes made are printed, and only
+they need re-parsing: for `ast.parse`, which checks the grammar, the statements of a block are
+independent of each other (each starts on a fresh line at the block's margin and ends its own
+lines), so the output parses if what was made does -- with each opaque statement inside it, a
+source statement that parsed in that very place, read as `pass`.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -33,18 +35,16 @@ def printed_checked(
 ) -> str:
     """`module`'s code, after checking that what changed parses. `top_level`: the module's
     statements as parsed. Raises RewriteFailed."""
-    state = CodegenState(
-        default_indent=module.default_indent, default_newline=module.default_newline
-    )
+    state = _Printing(default_indent=module.default_indent, default_newline=module.default_newline)
     for line in module.header:
         line._codegen(state)
-    made: list[str] = []
+    made: list[str] = []  # what must parse
     for stmt in module.body:
         extent = extents.get(stmt) if stmt in top_level else None
         if extent is None:
             first = len(state.tokens)
             stmt._codegen(state)
-            made.extend(state.tokens[first:])
+            made.extend(state.checked(first))
             continue
         text = source.between(extent)
         newline = state.default_newline
@@ -66,3 +66,23 @@ def printed_checked(
             reason = " ".join(str(exc).split())
             raise RewriteFailed(f"rewritten code does not parse: {reason}") from exc
     return "".join(state.tokens)
+
+
+@dataclass
+class _Printing(CodegenState):
+    """A printer that knows which of its tokens are an opaque statement's source."""
+
+    sources: list[int] = field(default_factory=list)  # indices in `tokens`
+
+    def add_source(self, text: str) -> None:
+        self.sources.append(len(self.tokens))
+        self.add_token(text)
+
+    def checked(self, first: int) -> list[str]:
+        """The tokens from `first` on, each opaque statement's source read as `pass`."""
+        tokens = self.tokens[first:]
+        for index in self.sources:
+            if index >= first:
+                tokens[index - first] = "pass"
+        self.sources.clear()
+        return tokens

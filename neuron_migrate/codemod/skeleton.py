@@ -39,8 +39,9 @@ class OpaqueStatement(cst.BaseStatement):
         state.add_indent_tokens()
         text = self.cut.text
         # The newline is a token of its own, as every statement ends: a module without a
-        # trailing newline drops its last token.
-        state.add_token(text[:-1] if text.endswith("\n") else text)
+        # trailing newline drops its last token. A printer may want to know the source apart.
+        add_source = getattr(state, "add_source", state.add_token)
+        add_source(text[:-1] if text.endswith("\n") else text)
         state.add_token(state.default_newline)
 
     def parse(self) -> cst.Module:
