@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import libcst as cst
 
 from neuron_migrate.codemod.context import FileContext, module_bindings
 from neuron_migrate.codemod.markers import HeaderComments, with_comments
 from neuron_migrate.codemod.names import NameCount, dotted
+from neuron_migrate.codemod.outline import Imported
 from neuron_migrate.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.codemod.positions import Extent
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
@@ -79,7 +80,10 @@ class _Usage(NameCount):
         # no names).
         assert self.words is not None
         if kind is OpaqueStatement:
-            if id(node) not in self.parsed and self.words.search(node.cut.text):  # type: ignore[attr-defined]
+            cut = node.cut  # type: ignore[attr-defined]
+            if cut.import_line:
+                return False  # an import reads no name
+            if id(node) not in self.parsed and self.words.search(cut.text):
                 self.parsed.add(id(node))
                 self.count(node.parse())  # type: ignore[attr-defined]
             return False
@@ -159,32 +163,84 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
     ) -> cst.BaseStatement:
+        kept, removed, used = self._kept(updated)
+        return self._settle(
+            original, updated, bool(kept), removed, used, lambda: _without(updated, kept)
+        )
+
+    def leave_OpaqueStatement(
+        self, original: OpaqueStatement, updated: OpaqueStatement
+    ) -> cst.BaseStatement:
+        """A line of imports settled from what it imports: parsed only when some of its
+        torch_xla names go and others stay."""
+        if not updated.cut.import_line:
+            return updated
+        fates = [self._fate(imported) for imported in updated.cut.imports]
+        kept = any(fate != "removed" for fate in fates)
+        removed = "removed" in fates
+        used = "used" in fates
+
+        def rebuilt() -> cst.BaseStatement:
+            line = updated.parse_line()
+            return _without(line, self._kept(line)[0])
+
+        return self._settle(original, updated, kept, removed, used, rebuilt)
+
+    def _settle(
+        self,
+        original: cst.BaseStatement,
+        line: cst.BaseStatement,
+        kept: bool,
+        removed: bool,
+        used: bool,
+        rebuilt: Callable[[], cst.BaseStatement],
+    ) -> cst.BaseStatement:
+        """What becomes of a line of imports: as it is, `rebuilt` without the torch_xla names
+        nothing uses, deleted, or marked. `kept`: whether any name stays; `removed`: whether a
+        torch_xla name goes; `used`: whether one stays because it is used."""
+        if not removed and not used:
+            return line
+        guarded = self._guarded()
+        if not kept and not guarded:
+            # A comment after the import spoke of the import itself: it goes with it.
+            return deleted(_comment_dropped(line))
+        if not kept:  # an availability guard: keep the import as it was, and say why
+            code = GUARD_RULE
+        else:
+            line = rebuilt() if removed and not guarded else line
+            code = "NM100"
+        if code == "NM100" and not used:
+            return line
+        marker = self.ruleset.get(code).marker()
+        return with_comments(line, [marker], self.already_above(original))
+
+    def _kept(
+        self, line: cst.SimpleStatementLine
+    ) -> tuple[list[cst.BaseSmallStatement], bool, bool]:
+        """The line's statements without the torch_xla names nothing uses, whether one went,
+        whether one stays because it is used."""
         kept: list[cst.BaseSmallStatement] = []
         removed_any = still_used = False
-        for small in updated.body:
+        for small in line.body:
             new, removed, used = self._small(small)
             removed_any |= removed
             still_used |= used
             if new is not None:
                 kept.append(new)
-        if not removed_any and not still_used:
-            return updated
-        guarded = self._guarded()
-        if not kept and not guarded:
-            # A comment after the import spoke of the import itself: it goes with it.
-            return deleted(updated.with_changes(trailing_whitespace=cst.TrailingWhitespace()))
-        if not kept:  # an availability guard: keep the import as it was, and say why
-            line: cst.SimpleStatementLine = updated
-            code = GUARD_RULE
+        return kept, removed_any, still_used
+
+    def _fate(self, imported: Imported) -> str:
+        """What `_small` decides for the alias that binds `imported`: `other` (not torch_xla),
+        `used` or `removed`."""
+        module = imported.module
+        if imported.name is None:  # import module [as local]
+            local = imported.local or module.partition(".")[0]
         else:
-            if kept[-1].semicolon is not cst.MaybeSentinel.DEFAULT:
-                kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-            line = updated.with_changes(body=kept) if removed_any and not guarded else updated
-            code = "NM100"
-        if code == "NM100" and not still_used:
-            return line
-        marker = self.ruleset.get(code).marker()
-        return with_comments(line, [marker], self.already_above(original))
+            local = imported.local or imported.name
+            module = f"{module}.{imported.name}" if _is_torch_xla(module) else module
+        if not _is_torch_xla(module):
+            return "other"
+        return "used" if self._used(module, local) else "removed"
 
     def _small(
         self, small: cst.BaseSmallStatement
@@ -223,6 +279,22 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
                     removed = True
             return _rebuild(small, keep), removed, used
         return small, False, False
+
+
+def _without(
+    line: cst.SimpleStatementLine, kept: list[cst.BaseSmallStatement]
+) -> cst.SimpleStatementLine:
+    if kept[-1].semicolon is not cst.MaybeSentinel.DEFAULT:
+        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+    return line.with_changes(body=kept)
+
+
+def _comment_dropped(line: cst.BaseStatement) -> cst.SimpleStatementLine:
+    """The line without its trailing comment, for `deleted` (an opaque one has no nodes)."""
+    if isinstance(line, OpaqueStatement):
+        return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=line.leading_lines)
+    assert isinstance(line, cst.SimpleStatementLine)
+    return line.with_changes(trailing_whitespace=cst.TrailingWhitespace())
 
 
 def _rebuild(

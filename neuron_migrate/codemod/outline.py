@@ -80,9 +80,11 @@ class Cut:
 
     text: str  # from its first token to the end of its last line, block footers included
     indent: str  # the indentation of its first line
-    # At the top level, what `module_bindings` and the placing of new imports read:
-    binds: frozenset[str] = frozenset()  # the names it binds other than by importing
-    imports: tuple[Imported, ...] = ()  # and by importing (a line with an import is cut alone)
+    # A line of imports is cut alone, with what it imports: at the top level for
+    # `module_bindings` and the placing of new imports, anywhere when it imports torch_xla, for
+    # the import pass. At the top level, the names statements bind other than by importing.
+    binds: frozenset[str] = frozenset()
+    imports: tuple[Imported, ...] = ()
     import_line: bool = False  # a line of imports only
     top_module: str | None = None  # `os` for `import os.path`, a line with one import
 
@@ -125,6 +127,7 @@ class _Builder:
     lines: list[str]
     keep: list[int]  # sorted lines that make their statement stay: sites, torch_xla mentions
     sites: list[int]  # sorted lines of the sites
+    mentions: list[int]  # sorted lines that mention torch_xla
     # (first line, last line, placeholder line) in source order, and what each one stands for
     replaced: list[tuple[int, int, str]] = field(default_factory=list)
     cuts: dict[str, Cut | Headers] = field(default_factory=dict)
@@ -133,8 +136,8 @@ class _Builder:
         run: list[_Unit] = []  # consecutive statements to cut out, as one
         for i, unit in enumerate(units):
             following = units[i + 1] if i + 1 < len(units) else None
-            seen = self.must_see(unit, first_of_module=top and i == 0)
-            alone = top and not seen and _imports(unit.stmts)
+            alone = self.settled_import(unit, top)
+            seen = not alone and self.must_see(unit, first_of_module=top and i == 0)
             if not seen and not alone:
                 run.append(unit)
                 continue
@@ -147,6 +150,17 @@ class _Builder:
                 self.open(unit, unit.stmts[0], top)
         if run:
             self.cut(run, None, top)
+
+    def settled_import(self, unit: _Unit, top: bool) -> bool:
+        """A line of imports the passes read from its facts (`Cut.imports`): at the top level,
+        or anywhere when it imports torch_xla (unless with `*`: that one is marked as it is)."""
+        if not all(isinstance(s, ast.Import | ast.ImportFrom) for s in unit.stmts):
+            return False
+        if _between(self.sites, unit.first, unit.last):
+            return False
+        if not _between(self.mentions, unit.first, unit.last):
+            return top
+        return all(not isinstance(s, ast.ImportFrom) or s.names[0].name != "*" for s in unit.stmts)
 
     def must_see(self, unit: _Unit, first_of_module: bool) -> bool:
         if _between(self.keep, unit.first, unit.last):
@@ -315,7 +329,7 @@ class _Builder:
         newline = "\n" if text.endswith("\n") else ""
         self.replaced.append((first, end, f"{indent}{name}{newline}"))
         stmts = [stmt for unit in run for stmt in unit.stmts]
-        self.cuts[name] = _top_level_cut(text, stmts) if top else Cut(text, indent)
+        self.cuts[name] = _cut(text, indent, stmts, top)
 
     def end_of(self, unit: _Unit) -> int:
         """The last line of a statement: its last token's, or its block footers' last."""
@@ -379,19 +393,14 @@ def _last_block(stmt: ast.stmt) -> list[ast.stmt]:
     )
 
 
-def _imports(stmts: list[ast.stmt]) -> bool:
-    return any(isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in stmts)
-
-
-def _top_level_cut(text: str, stmts: list[ast.stmt]) -> Cut:
-    """Top-level statements cut out, with what `module_bindings` and the placing of new imports
-    read from them."""
+def _cut(text: str, indent: str, stmts: list[ast.stmt], top: bool) -> Cut:
+    """Statements cut out, with what the passes read from them (see `Cut`)."""
     binds: set[str] = set()
     imports: list[Imported] = []
     for stmt in stmts:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, ast.Assign) and top:
             binds.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-        elif isinstance(stmt, _DECORATED):
+        elif isinstance(stmt, _DECORATED) and top:
             binds.add(stmt.name)
         elif isinstance(stmt, ast.Import):
             imports.extend(Imported(a.name, None, a.asname) for a in stmt.names)
@@ -404,7 +413,7 @@ def _top_level_cut(text: str, stmts: list[ast.stmt]) -> Cut:
     elif len(stmts) == 1 and isinstance(stmts[0], ast.ImportFrom) and not stmts[0].level:
         top_module = (stmts[0].module or "").partition(".")[0] or None
     import_line = all(isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in stmts)
-    return Cut(text, "", frozenset(binds), tuple(imports), import_line, top_module)
+    return Cut(text, indent, frozenset(binds), tuple(imports), import_line, top_module)
 
 
 def _physical_lines(source: str) -> list[str]:
@@ -439,7 +448,8 @@ def outline(
         raise OutlineError("tabs, form feeds or carriage returns in the layout")
     lines = _physical_lines(source)
     sites = sorted(set(site_lines))
-    builder = _Builder(lines, sorted({*sites, *xla_lines}), sites)
+    mentions = sorted(set(xla_lines))
+    builder = _Builder(lines, sorted({*sites, *mentions}), sites, mentions)
     default_indent = _first_indent(builder, tree)
     builder.block(builder.units(tree.body), top=True)
     pieces: list[str] = []

@@ -49,6 +49,17 @@ class OpaqueStatement(cst.BaseStatement):
         text = self.cut.text
         return cst.parse_module(f"if 1:\n{self.cut.indent}{text}" if self.cut.indent else text)
 
+    def parse_line(self) -> cst.SimpleStatementLine:
+        """A line of simple statements as the node it stands for: parsed at the indentation it
+        had (which its continuation lines' whitespace is relative to), its leading lines kept."""
+        module = self.parse()
+        line = module.body[0]
+        if self.cut.indent:
+            assert isinstance(line, cst.If) and isinstance(line.body, cst.IndentedBlock)
+            line = line.body.body[0]
+        assert isinstance(line, cst.SimpleStatementLine)
+        return line.with_changes(leading_lines=self.leading_lines)
+
 
 @dataclass(frozen=True)
 class OpaqueCompound(cst.BaseStatement):

@@ -98,6 +98,11 @@ LAYOUTS = {
     "parenthesized imports": "import torch\nfrom torch_xla.core.xla_model import (\n"
     "    xla_device,\n    mark_step,  # the step\n)\nfrom os.path import (join)\n\n\n"
     "def f():\n    mark_step()\n    return join('a', 'b')\n",
+    "some imported names go": "import torch\nfrom torch_xla.core.xla_model import (\n"
+    "    xla_device,\n    mark_step,\n)\n\n\ndef f():\n"
+    "    from torch_xla.core.xla_model import (\n        xla_device,\n"
+    "        mark_step,  # the step\n    )\n    mark_step()\n    return g(xla_device)\n\n\n"
+    "h(xla_device)\n",
     "unused after rewrite": HEADER + "import torch_xla.debug.metrics as met\n\n\ndef f():\n"
     "    xm.mark_step()\n    print(met.metrics_report())\n",
 }
@@ -199,6 +204,10 @@ SIMPLE = [
     "a = 1; xm.mark_step()",
     "os.environ['XLA_USE_BF16'] = '1'",
     "return x",
+    "import torch_xla.core.xla_model as xm",
+    "from torch_xla.core.xla_model import mark_step, xla_device",
+    "import os, sys",
+    "g(xla_device)",
 ]
 HEADERS = [
     "def fn{n}(a, b=1):",
