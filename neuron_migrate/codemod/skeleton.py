@@ -52,8 +52,7 @@ class OpaqueStatement(cst.BaseStatement):
     def parse_line(self) -> cst.SimpleStatementLine:
         """A line of simple statements as the node it stands for: parsed at the indentation it
         had (which its continuation lines' whitespace is relative to), its leading lines kept."""
-        module = self.parse()
-        line = module.body[0]
+        line: cst.BaseStatement = self.parse().body[0]
         if self.cut.indent:
             assert isinstance(line, cst.If) and isinstance(line.body, cst.IndentedBlock)
             line = line.body.body[0]
