@@ -9,7 +9,7 @@ from neuron_migrate.analyzer.sites import find_sites
 from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.codemod.context import FileContext, Outcome, module_bindings
 from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports
-from neuron_migrate.codemod.output import RewriteFailed, printed_checked
+from neuron_migrate.codemod.output import Printer, RewriteFailed, printed_checked
 from neuron_migrate.codemod.sites_index import SiteIndex
 from neuron_migrate.codemod.skeleton import parse_printed
 from neuron_migrate.codemod.spansets import SourceText
@@ -62,6 +62,7 @@ def rewrite_source(
     rules = RuleTransformer(index, ctx, where)
     module = module.visit(rules)
     imported = {site.detail for site in index.imports if site.detail}
+    printer = Printer(module)
     module = clean_imports(
         module,
         ruleset,
@@ -70,7 +71,8 @@ def rewrite_source(
         xla_mentions,
         imported,
         rules.made_from,
+        printer,
     )
     module = add_imports_and_helpers(module, ctx)
-    new = printed_checked(module, text, where.extents, top_level)
+    new = printed_checked(module, text, where.extents, top_level, printer)
     return SourceRewrite(source, new, tuple(sorted(ctx.outcomes, key=lambda o: (o.line, o.code))))

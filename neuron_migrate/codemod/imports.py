@@ -18,6 +18,7 @@ from neuron_migrate.codemod.context import FileContext, module_bindings
 from neuron_migrate.codemod.markers import HeaderComments, with_comments
 from neuron_migrate.codemod.names import NameCount, dotted
 from neuron_migrate.codemod.outline import Imported
+from neuron_migrate.codemod.output import Printer
 from neuron_migrate.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.codemod.positions import Extent
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
@@ -42,12 +43,19 @@ class _Usage(NameCount):
     whether a name is used."""
 
     def __init__(
-        self, module: cst.Module, extents: Mapping[cst.CSTNode, Extent], source: SourceText
+        self,
+        module: cst.Module,
+        extents: Mapping[cst.CSTNode, Extent],
+        source: SourceText,
+        printer: Printer,
     ) -> None:
         super().__init__()
         self.module = module
         self.extents = extents
         self.source = source
+        # A top-level statement a pass made is entered only when what it prints has the word.
+        self.printer = printer
+        self.made = {stmt for stmt in module.body if stmt not in extents}
         self.covered: set[str] = set()  # words whose every mention is counted
         self.parsed: set[int] = set()  # opaque statements counted, by id
         self.mentions = SpanSet(())  # where the words of the count in progress are
@@ -76,9 +84,11 @@ class _Usage(NameCount):
         kind = type(node)
         if kind in INERT or not self.mentions.within(self.extents.get(node)):
             return False
+        assert self.words is not None
+        if node in self.made and not self.words.search(self.printer.text(node)):
+            return False
         # An opaque node is parsed when its source holds a word (its comment lines above hold
         # no names).
-        assert self.words is not None
         if kind is OpaqueStatement:
             cut = node.cut  # type: ignore[attr-defined]
             if cut.import_line:
@@ -317,13 +327,15 @@ def clean_imports(
     xla_mentions: SpanSet,
     imported: Iterable[str],
     made_from: Mapping[object, Extent],
+    printer: Printer,
 ) -> cst.Module:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
     `xla_mentions`: where the source says torch_xla; `imported`: the names the imports bind,
     counted in one pass before the import pass asks about them; `made_from`: for each node the
-    rule pass made, where what it stands in place of was in the source."""
-    usage = _Usage(module, extents, source)
+    rule pass made, where what it stands in place of was in the source; `printer`: prints its
+    top-level statements for the output."""
+    usage = _Usage(module, extents, source, printer)
     usage.cover(imported)
     return module.visit(ImportCleanup(ruleset, usage, extents, made_from, xla_mentions))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -27,24 +28,48 @@ class RewriteFailed(Exception):
     """The rewritten source did not parse: a bug in a transform. The file is left alone."""
 
 
+class Printer:
+    """Prints a module's top-level statements, each once (a pass may read what a statement
+    it made says before the output is put together)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.default_indent = module.default_indent
+        self.default_newline = module.default_newline
+        self._printed: dict[cst.CSTNode, tuple[list[str], list[str]]] = {}
+
+    def tokens(self, stmt: cst.CSTNode) -> tuple[list[str], list[str]]:
+        """What `stmt` prints, and the same with each opaque statement's source read as
+        `pass` (what must parse)."""
+        printed = self._printed.get(stmt)
+        if printed is None:
+            state = _Printing(self.default_indent, self.default_newline)
+            stmt._codegen(state)
+            printed = self._printed[stmt] = (state.tokens, state.checked())
+        return printed
+
+    def text(self, stmt: cst.CSTNode) -> str:
+        return "".join(self.tokens(stmt)[0])
+
+
 def printed_checked(
     module: cst.Module,
     source: SourceText,
     extents: Mapping[cst.CSTNode, Extent],
     top_level: Collection[cst.CSTNode],
+    printer: Printer,
 ) -> str:
     """`module`'s code, after checking that what changed parses. `top_level`: the module's
     statements as parsed. Raises RewriteFailed."""
-    state = _Printing(default_indent=module.default_indent, default_newline=module.default_newline)
+    state = CodegenState(printer.default_indent, printer.default_newline)
     for line in module.header:
         line._codegen(state)
     made: list[str] = []  # what must parse
     for stmt in module.body:
         extent = extents.get(stmt) if stmt in top_level else None
         if extent is None:
-            first = len(state.tokens)
-            stmt._codegen(state)
-            made.extend(state.checked(first))
+            tokens, checked = printer.tokens(stmt)
+            state.tokens.extend(tokens)
+            made.extend(checked)
             continue
         text = source.between(extent)
         newline = state.default_newline
@@ -68,21 +93,36 @@ def printed_checked(
     return "".join(state.tokens)
 
 
+class _Unrecorded:
+    """`with state.record_syntactic_position(node)` for a printer that records no position
+    (libcst's is a generator-based context manager: costlier, for nothing)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNRECORDED = _Unrecorded()
+
+
 @dataclass
 class _Printing(CodegenState):
     """A printer that knows which of its tokens are an opaque statement's source."""
 
     sources: list[int] = field(default_factory=list)  # indices in `tokens`
 
+    def record_syntactic_position(self, *args: Any, **kwargs: Any) -> Any:
+        return _UNRECORDED
+
     def add_source(self, text: str) -> None:
         self.sources.append(len(self.tokens))
         self.add_token(text)
 
-    def checked(self, first: int) -> list[str]:
-        """The tokens from `first` on, each opaque statement's source read as `pass`."""
-        tokens = self.tokens[first:]
+    def checked(self) -> list[str]:
+        """The tokens, each opaque statement's source read as `pass`."""
+        tokens = list(self.tokens)
         for index in self.sources:
-            if index >= first:
-                tokens[index - first] = "pass"
-        self.sources.clear()
+            tokens[index] = "pass"
         return tokens
