@@ -46,7 +46,7 @@ _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _DECORATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _ONE_BLOCK = (*_DECORATED, ast.With, ast.AsyncWith)
 _EMPTY_LINE = re.compile(r"[ ]*(?:#[^\n]*)?\n?")  # blank, or only a comment (full match)
-_UNMODELLED = re.compile(r"\r|\f|^[ ]*\t", re.MULTILINE)
+_TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
 # The one-line header that stands for a clause's header in the outline, by clause.
 _HEADER_PLACEHOLDERS = {
     "if": "if {}:",
@@ -105,7 +105,7 @@ class Outline:
     default_indent: str  # the module's indentation unit, as libcst infers it from the source
 
 
-@dataclass
+@dataclass(slots=True)
 class _Unit:
     """One statement as libcst sees it: a compound statement, or a line of simple ones."""
 
@@ -154,6 +154,8 @@ class _Builder:
     def settled_import(self, unit: _Unit, top: bool) -> bool:
         """A line of imports the passes read from its facts (`Cut.imports`): at the top level,
         or anywhere when it imports torch_xla (unless with `*`: that one is marked as it is)."""
+        if not isinstance(unit.stmts[0], ast.Import | ast.ImportFrom):
+            return False
         if not all(isinstance(s, ast.Import | ast.ImportFrom) for s in unit.stmts):
             return False
         if _between(self.sites, unit.first, unit.last):
@@ -284,21 +286,22 @@ class _Builder:
 
     def units(self, stmts: list[ast.stmt]) -> list[_Unit]:
         units: list[_Unit] = []
+        lines = self.lines
+        previous: _Unit | None = None
         for stmt in stmts:
             last = stmt.end_lineno or stmt.lineno
-            simple = not isinstance(stmt, _COMPOUND)
-            previous = units[-1] if units else None
+            compound = isinstance(stmt, _COMPOUND)
             if (
                 previous is not None
-                and simple
-                and not isinstance(previous.stmts[-1], _COMPOUND)
+                and not compound
                 and stmt.lineno == previous.last
+                and not isinstance(previous.stmts[-1], _COMPOUND)
             ):
                 previous.stmts.append(stmt)  # `a = 1; b = 2`: one line of statements
                 previous.last = last
                 continue
-            first = _first_line(stmt)
-            line = self.lines[first - 1]
+            first = _first_line(stmt) if compound else stmt.lineno
+            line = lines[first - 1]
             indent = line[: len(line) - len(line.lstrip(" "))]
             starts_line = (
                 line.startswith("@", len(indent))
@@ -307,9 +310,11 @@ class _Builder:
             )
             if not starts_line:
                 raise OutlineError(f"line {first}: a statement that does not start its line")
-            units.append(_Unit([stmt], first, last, indent))
+            previous = _Unit([stmt], first, last, indent)
+            units.append(previous)
         for unit in units:
-            if self.lines[unit.last - 1].rstrip("\n").endswith("\\"):
+            end = lines[unit.last - 1]
+            if end.endswith("\\\n") or end.endswith("\\"):
                 raise OutlineError(f"line {unit.last}: a backslash after the last token")
         return units
 
@@ -395,6 +400,9 @@ def _last_block(stmt: ast.stmt) -> list[ast.stmt]:
 
 def _cut(text: str, indent: str, stmts: list[ast.stmt], top: bool) -> Cut:
     """Statements cut out, with what the passes read from them (see `Cut`)."""
+    import_line = all(isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in stmts)
+    if not top and not import_line:
+        return Cut(text, indent)
     binds: set[str] = set()
     imports: list[Imported] = []
     for stmt in stmts:
@@ -412,7 +420,6 @@ def _cut(text: str, indent: str, stmts: list[ast.stmt], top: bool) -> Cut:
         top_module = stmts[0].names[0].name.partition(".")[0]
     elif len(stmts) == 1 and isinstance(stmts[0], ast.ImportFrom) and not stmts[0].level:
         top_module = (stmts[0].module or "").partition(".")[0] or None
-    import_line = all(isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in stmts)
     return Cut(text, indent, frozenset(binds), tuple(imports), import_line, top_module)
 
 
@@ -444,7 +451,7 @@ def outline(
 ) -> Outline:
     """The outline of `source` (parsed as `tree`) that keeps every statement holding a site or
     mentioning torch_xla. Raises OutlineError for a layout it does not model."""
-    if _UNMODELLED.search(source):
+    if "\r" in source or "\f" in source or ("\t" in source and _TAB_INDENT.search(source)):
         raise OutlineError("tabs, form feeds or carriage returns in the layout")
     lines = _physical_lines(source)
     sites = sorted(set(site_lines))

@@ -75,7 +75,7 @@ STATEMENTS = Kinds(cst.BaseStatement)
 _HOOKS: dict[tuple[type, str, type], Any] = {}
 
 
-def _hook(owner: type, prefix: str, kind: type) -> Any:
+def hook_of(owner: type, prefix: str, kind: type) -> Any:
     """`owner.visit_Call` for a Call: the lookup libcst makes with a new string every time."""
     key = (owner, prefix, kind)
     try:
@@ -87,11 +87,11 @@ def _hook(owner: type, prefix: str, kind: type) -> Any:
 
 class Visitor(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
-        hook = _hook(type(self), "visit_", type(node))
+        hook = hook_of(type(self), "visit_", type(node))
         return hook is None or hook(self, node) is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        hook = _hook(type(self), "leave_", type(original_node))
+        hook = hook_of(type(self), "leave_", type(original_node))
         if hook is not None:
             hook(self, original_node)
 
@@ -104,11 +104,11 @@ class Visitor(cst.CSTVisitor):
 
 class Transformer(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
-        hook = _hook(type(self), "visit_", type(node))
+        hook = hook_of(type(self), "visit_", type(node))
         return hook is None or hook(self, node) is not False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        hook = _hook(type(self), "leave_", type(original_node))
+        hook = hook_of(type(self), "leave_", type(original_node))
         return updated_node if hook is None else hook(self, original_node, updated_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:

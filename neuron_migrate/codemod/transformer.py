@@ -17,7 +17,13 @@ import libcst as cst
 from neuron_migrate.codemod import targets
 from neuron_migrate.codemod.context import FileContext, Outcome, Span
 from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
-from neuron_migrate.codemod.passes import INERT, STATEMENTS, PrunedTransformer, Transformer
+from neuron_migrate.codemod.passes import (
+    INERT,
+    STATEMENTS,
+    PrunedTransformer,
+    Transformer,
+    hook_of,
+)
 from neuron_migrate.codemod.positions import Extent, Printed
 from neuron_migrate.codemod.sites_index import RuledSite, SiteIndex
 from neuron_migrate.codemod.spansets import SpanSet
@@ -77,16 +83,17 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
     def span_of(self, node: cst.CSTNode) -> Span:
         return self.spans[node]  # every node this pass enters was printed from the source
 
-    def wanted(self, node: cst.CSTNode) -> bool:
-        return type(node) not in INERT and self.sites.within(self.extents.get(node))
-
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if not super().on_visit(node):
+        # `wanted`, and the hook lookup, inline: this runs for every child of every node entered.
+        kind = type(node)
+        if kind in INERT or not self.sites.within(self.extents.get(node)):
+            self._skipped = node
             return False
         self.nodes.append(node)
-        if type(node) in STATEMENTS:
+        if kind in STATEMENTS:
             self.statements.append(node)
-        return True
+        hook = hook_of(type(self), "visit_", kind)
+        return hook is None or hook(self, node) is not False
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         if original is self._skipped:
