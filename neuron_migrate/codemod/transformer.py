@@ -17,6 +17,7 @@ import libcst as cst
 from neuron_migrate.codemod import targets
 from neuron_migrate.codemod.context import FileContext, Outcome, Span
 from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
+from neuron_migrate.codemod.names import children
 from neuron_migrate.codemod.passes import (
     INERT,
     STATEMENTS,
@@ -64,7 +65,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.sites = SpanSet(index.spans())
         self.nodes: list[cst.CSTNode] = []  # original ancestors of the node being visited
         self.statements: list[cst.CSTNode] = []  # original enclosing statements
-        self.comments: dict[int, list[str]] = defaultdict(list)  # id(statement) -> lines
+        # id(statement) -> the TODO lines above it, each with the node of its site (when known)
+        self.comments: dict[int, list[tuple[str, cst.CSTNode | None]]] = defaultdict(list)
         # Edits of an enclosing call, requested by a site inside it; the site's outcome is
         # recorded when the edit applies (None: the site was recorded already).
         self.call_edits: dict[int, list[tuple[targets.CallEdit, RuledSite | None]]] = defaultdict(
@@ -116,10 +118,17 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         api = site.qualname or site.idiom or ""
         self.ctx.outcomes.append(Outcome(ruled.rule.code, site.line, api, status))
 
-    def mark(self, ruled: RuledSite, statement: cst.CSTNode | None = None) -> None:
+    def mark(
+        self,
+        ruled: RuledSite,
+        statement: cst.CSTNode | None = None,
+        node: cst.CSTNode | None = None,
+    ) -> None:
+        """A TODO above the site's statement (`statement`, else the innermost one). `node`: the
+        site's node, which finds its statement when a transform splits that one in several."""
         self.record(ruled, "ambiguous" if ruled.site.ambiguous else "marked")
         target = statement if statement is not None else self.statements[-1]
-        self.comments[id(target)].append(todo_text(ruled.rule))
+        self.comments[id(target)].append((todo_text(ruled.rule), node))
 
     def allowed(self, ruled: RuledSite) -> bool:
         rule = ruled.rule
@@ -187,7 +196,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
     ) -> cst.BaseExpression:
         rule = ruled.rule
         if not self.allowed(ruled):
-            self.mark(ruled)
+            self.mark(ruled, node=updated)
             return updated
         assert rule.rewrite is not None
         qualname = ruled.site.qualname or ""
@@ -209,7 +218,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         transform = targets.EXPRESSION.get(name)
         is_call = isinstance(original, cst.Call)
         if transform is None or is_call == (name in targets.REFERENCE_TRANSFORMS):
-            self.mark(ruled)  # e.g. a function object passed around instead of called
+            self.mark(ruled, node=updated)  # e.g. a function object passed around, not called
             return updated
         target = CallTarget(self.ctx, rule, ruled.site, updated, original, self.parents())
         new = transform(target)
@@ -223,7 +232,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self, ruled: RuledSite, updated: cst.BaseExpression, new: cst.BaseExpression | None
     ) -> cst.BaseExpression:
         if new is None:
-            self.mark(ruled)
+            self.mark(ruled, node=updated)
             return updated
         self.record(ruled, "rewritten")
         return self.fit(new)
@@ -240,17 +249,17 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         if ruled is None:
             return updated
         if not self.allowed(ruled):
-            self.mark(ruled)
+            self.mark(ruled, node=updated)
             return updated
         assert ruled.rule.rewrite is not None
         transform = targets.LITERAL.get(ruled.rule.rewrite.transform or "")
         if transform is None:
-            self.mark(ruled)
+            self.mark(ruled, node=updated)
             return updated
         target = LiteralTarget(self.ctx, ruled.rule, ruled.site, updated, self.parents())
         new = transform(target)
         if new is None:
-            self.mark(ruled)
+            self.mark(ruled, node=updated)
             return updated
         if target.delete_statement:
             self.pending_env[id(self.statements[-1])].append((span, ruled))
@@ -481,15 +490,33 @@ def _with_trailing(stmt: cst.BaseStatement, trailing: cst.TrailingWhitespace) ->
     return stmt
 
 
-def _comment_first(result, lines: list[str], already: frozenset[str]):
+def _comment_first(result, lines: list[tuple[str, cst.CSTNode | None]], already: frozenset[str]):
+    """The TODO lines above the statement, or, where a transform made several of one, above the
+    one that holds each site (the first when none does): where the next run finds the site."""
     if isinstance(result, cst.FlattenSentinel):
         nodes = list(result.nodes)
-        if nodes:
-            nodes[0] = with_comments(nodes[0], lines, already)
+        if not nodes:
+            return result
+        above: dict[int, list[str]] = defaultdict(list)
+        for text, site in lines:
+            holder = next((i for i, n in enumerate(nodes) if site and _holds(n, site)), 0)
+            above[holder].append(text)
+        for i, texts in above.items():
+            nodes[i] = with_comments(nodes[i], texts, already if i == 0 else frozenset())
         return cst.FlattenSentinel(nodes)
     if isinstance(result, cst.CSTNode):
-        return with_comments(result, lines, already)
+        return with_comments(result, [text for text, _ in lines], already)
     return result
+
+
+def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    todo = [tree]
+    while todo:
+        current = todo.pop()
+        if current is node:
+            return True
+        todo.extend(children(current))
+    return False
 
 
 __all__ = ["DeletedStatement", "RuleTransformer"]

@@ -91,3 +91,18 @@ def test_f_string_gets_the_other_quote():
 def test_semicolon_line_keeps_its_other_statement():
     source = "import torch_xla.core.xla_model as xm\n\nx = 1; xm.mark_step()\n"
     assert rewrite_source(source).new == "x = 1\n"
+
+
+def test_marker_goes_above_the_new_statement_that_holds_its_site():
+    """`value` stands for `xm.xla_device` (a function object: marked); the mesh_reduce call it is
+    passed to becomes three statements, and `value` lands in the second."""
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "value = xm.xla_device\n"
+        "mean = xm.mesh_reduce('loss', value, np_mean)\n"
+    )
+    first = rewrite_source(source).new
+    lines = first.splitlines()
+    at = lines.index("dist.all_gather_object(_gathered, value)")
+    assert lines[at - 1].startswith("# TODO(neuron-migrate NM101)")
+    assert rewrite_source(first).new == first
