@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from neuron_migrate.errors import UsageError
 
@@ -43,7 +42,10 @@ def _use_colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-def _print_summary(err: Console, summary: RewriteSummary, verb: str) -> None:
+def _print_summary(summary: RewriteSummary, verb: str) -> None:
+    from rich.console import Console  # loads after the rewrite, off the start-up path
+
+    err = Console(stderr=True)
     for error in summary.errors:
         err.print(f"[yellow]skipped[/] {error.path}: {error.reason}", highlight=False)
     err.print(
@@ -87,7 +89,6 @@ def rewrite(
     )
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
-    err = Console(stderr=True)
     # libcst loads only when a rewrite runs: other commands start faster.
     from neuron_migrate.engine import default_jobs
     from neuron_migrate.rewriter import (
@@ -127,7 +128,7 @@ def rewrite(
     if format is RewriteFormat.json:
         typer.echo(json.dumps(report_json(results, summary), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
-    _print_summary(err, summary, verb)
+    _print_summary(summary, verb)
     if summary.internal_errors:
         raise typer.Exit(2)
     if check and summary.changed:
