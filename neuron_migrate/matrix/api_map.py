@@ -19,6 +19,7 @@ import yaml
 
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError, UsageError
+from neuron_migrate.yaml_data import load_yaml
 
 _FILE_RE = re.compile(r"^torch-(\d+\.\d+)\.yaml$")
 _cache: dict[str, ApiMap] = {}
@@ -112,7 +113,7 @@ def _parse(path: Path) -> ApiMap:
 
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = load_yaml(text)
     except (OSError, yaml.YAMLError) as exc:
         raise fail("<file>", f"cannot read: {exc}") from None
     if not isinstance(data, dict):

@@ -36,6 +36,7 @@ import yaml
 
 from neuron_migrate import resources
 from neuron_migrate.matrix.names import normalize_op
+from neuron_migrate.yaml_data import load_yaml
 
 SNAPSHOT_FILE = "sources/dev-snapshot-2026-04-registered-ops.json"
 CURATED_FILE = "sources/curated.yaml"
@@ -115,8 +116,7 @@ def read_delegates(names: set[str]) -> dict[str, str]:
         print("note: torchgen missing; structured variants left to the default", file=sys.stderr)
         return {}
     path = Path(torchgen.__file__).parent / "packaged/ATen/native/native_functions.yaml"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    entries = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # a safe loader
+    entries = load_yaml(path.read_text(encoding="utf-8"))
     result = {}
     for entry in entries:
         delegate = entry.get("structured_delegate")

@@ -30,6 +30,7 @@ from neuron_migrate.matrix.model import (
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.versions import VERSION_RE as _VERSION_RE
 from neuron_migrate.matrix.versions import resolve_version
+from neuron_migrate.yaml_data import load_yaml
 
 SCHEMA_VERSION = 1
 _OP_RE = re.compile(r"^[A-Za-z_][\w]*::[A-Za-z_][\w]*(\.[\w]+)?$")
@@ -78,9 +79,8 @@ def _load_file(path: Path, expected_version: str | None) -> Matrix:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DataFileError(shown, "<file>", f"cannot read: {exc.strerror or exc}") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "<yaml>"

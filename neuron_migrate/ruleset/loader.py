@@ -23,6 +23,7 @@ from neuron_migrate.ruleset.model import (
     Rewrite,
     Rule,
 )
+from neuron_migrate.yaml_data import load_yaml
 
 _CODE = re.compile(r"^NM[1-9]\d\d$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -216,7 +217,7 @@ def parse_rule(path: Path, data: Any, display: str) -> Rule:
 def load_rule_file(path: Path, root: Path) -> Rule:
     display = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise DataFileError(display, "(file)", f"cannot read: {exc}") from exc
     except yaml.YAMLError as exc:
