@@ -107,7 +107,8 @@ def compile_bytecode() -> None:
     spec = importlib.util.find_spec("neuron_migrate")
     if spec is not None and spec.origin is not None:
         package = str(Path(spec.origin).parent)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True)
+        # A read-only install may refuse: its own bytecode, if any, is used as it is.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=False)
 
 
 def find_tools(args: argparse.Namespace, workdir: Path) -> Tools:
