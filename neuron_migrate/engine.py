@@ -7,19 +7,18 @@ a failure in one file becomes a `FileError` for that file and never stops the ru
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
 from neuron_migrate.findings import FileError
+from neuron_migrate.gc_tuning import collect_less, collecting_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
@@ -59,6 +58,11 @@ def _prefiltered(data: bytes, display: str) -> ScannedFile:
     return prefiltered(display, parse_suppressions(decoded.text, display))
 
 
+# The analysis makes no reference cycles (tests/scan check it), so the collector's passes find
+# nothing; with the defaults they cost about an eighth of the scan.
+_THRESHOLDS = (100_000, 50, 100)
+
+
 # The data a pool worker classifies with, handed over once when the worker starts.
 _worker_context: Context | None = None
 
@@ -66,28 +70,7 @@ _worker_context: Context | None = None
 def _start_worker(context: Context) -> None:
     global _worker_context
     _worker_context = context
-    _collect_less()
-
-
-def _collect_less() -> tuple[int, int, int]:
-    """Fewer garbage collections while analysing: a parse makes hundreds of thousands of
-    objects and the analysis no reference cycles (tests/scan check it), so the collector's
-    passes over them find nothing; with the defaults they cost about an eighth of the scan.
-    The data loaded so far is frozen out of every pass. Returns the thresholds it replaced."""
-    replaced = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
-    return replaced
-
-
-@contextmanager
-def _collecting_less() -> Iterator[None]:
-    replaced = _collect_less()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*replaced)
-        gc.unfreeze()
+    collect_less(_THRESHOLDS)
 
 
 def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
@@ -177,7 +160,7 @@ def scan_files(
         for done, job, key in prepared():
             if done is None:
                 assert job is not None
-                with _collecting_less():
+                with collecting_less(_THRESHOLDS):
                     done = _analyze_bytes(*job, settings.context())
                 cache.put(key, done)
             yield finish(done)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from neuron_migrate.codemod.names import dotted
 from neuron_migrate.codemod.outline import Imported
 from neuron_migrate.codemod.passes import Visitor
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
@@ -70,14 +71,6 @@ def module_bindings(module: cst.Module) -> tuple[dict[str, str], set[str]]:
     return found, taken
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
-
-
 def _name(alias: cst.ImportAlias) -> str | None:
     asname = alias.asname
     return asname.name.value if asname and isinstance(asname.name, cst.Name) else None
@@ -86,10 +79,10 @@ def _name(alias: cst.ImportAlias) -> str | None:
 def imported_names(node: cst.Import | cst.ImportFrom) -> list[Imported]:
     """The names an import binds (none for `from m import *` and relative imports)."""
     if isinstance(node, cst.Import):
-        return [Imported(_dotted(alias.name), None, _name(alias)) for alias in node.names]
+        return [Imported(dotted(alias.name), None, _name(alias)) for alias in node.names]
     if node.relative or isinstance(node.names, cst.ImportStar):
         return []
-    module = _dotted(node.module) if node.module else ""
+    module = dotted(node.module) if node.module else ""
     out = []
     for alias in node.names:
         name = alias.name.value if isinstance(alias.name, cst.Name) else ""

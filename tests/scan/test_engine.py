@@ -75,7 +75,7 @@ def test_a_small_change_is_analysed_without_starting_workers(
 
 
 def test_analysis_leaves_no_reference_cycles() -> None:
-    """The workers collect garbage rarely (`engine._collect_less`): that is only free while
+    """The workers collect garbage rarely (`gc_tuning.collect_less`): that is only free while
     analysing a file leaves no cyclic garbage behind."""
     import gc
 
