@@ -102,9 +102,15 @@ class ScanReport:
         known = self.baseline.fingerprints
         return sum(fp not in known for table in self.files for fp in table.fingerprints)
 
+    def failing_in(self, table: FileFindings) -> int:
+        """How many of `table`'s findings fail the gate."""
+        if self.baseline is None:
+            return table.count_with_status(self.fail_on_for(table.path))
+        return sum(self.gate_flags(table))
+
     @property
     def failing_count(self) -> int:
-        return sum(sum(self.gate_flags(table)) for table in self.files)
+        return sum(map(self.failing_in, self.files))
 
     @property
     def gate_failures(self) -> list[Finding]:

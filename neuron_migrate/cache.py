@@ -12,9 +12,10 @@ import hashlib
 import os
 import pickle
 import sqlite3
-from dataclasses import replace
+from dataclasses import fields
 from pathlib import Path
 
+from neuron_migrate.file_findings import FileFindings
 from neuron_migrate.scanned import ScannedFile
 
 
@@ -35,13 +36,13 @@ def file_key(config_digest: str, display: str, data: bytes) -> str:
 # SQLite's limit on the parameters of one statement is 999 in older builds.
 _MAX_QUERY_KEYS = 900
 # Named by the layout of its entries: another layout is another file, never misread.
-_DB_NAME = "scan-results-v4.sqlite"
+_DB_NAME = "scan-results-v5.sqlite"
 
 
 class ResultCache:
-    """Each entry: the file's `ScannedFile` pickled without its report rows, and the rows
-    (tens of MB over a large tree) in a column of their own, so a re-scan reads them once,
-    through a memory map, instead of copying them out of a pickle as well."""
+    """Each entry: the file's `ScannedFile` as pickled tuples, without its report rows, and
+    the rows (tens of MB over a large tree) in a column of their own, so a re-scan reads them
+    once, through a memory map, instead of copying them out of a pickle as well."""
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -50,6 +51,9 @@ class ResultCache:
         self._db.execute("PRAGMA mmap_size = 1073741824")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB, rows BLOB)"
+        )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)"
         )
         self._pending: list[tuple[str, bytes, bytes]] = []
 
@@ -70,11 +74,8 @@ class ResultCache:
         return found
 
     def put(self, key: str, result: ScannedFile) -> None:
-        table = result.findings
-        rows = table.rows if table is not None else b""
-        if rows:
-            result = replace(result, findings=table.with_rows(b""))  # type: ignore[union-attr]
-        self._pending.append((key, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), rows))
+        meta, rows = _entry(result)
+        self._pending.append((key, meta, rows))
         if len(self._pending) >= 500:
             self.flush()
 
@@ -86,21 +87,47 @@ class ResultCache:
                 )
             self._pending.clear()
 
+    def stat_index(self, name: str) -> bytes | None:
+        """The records of a `neuron_migrate.stat_index.StatIndex`, if stored."""
+        row = self._db.execute("SELECT records FROM stat_indexes WHERE name = ?", (name,))
+        found = row.fetchone()
+        return found[0] if found else None
+
+    def store_stat_index(self, name: str, records: bytes) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO stat_indexes VALUES (?, ?)", (name, records))
+
     def close(self) -> None:
         self.flush()
         self._db.close()
 
 
+# An entry's meta is the result's fields as a tuple, and its findings' fields (less the rows) as
+# a tuple inside it: plain tuples load several times faster than pickled dataclasses, and a
+# re-scan loads one a file.
+_RESULT_FIELDS = tuple(f.name for f in fields(ScannedFile) if f.name != "from_cache")
+_TABLE_FIELDS = tuple(f.name for f in fields(FileFindings) if f.name != "rows")
+_FINDINGS_AT = _RESULT_FIELDS.index("findings")
+
+
+def _entry(result: ScannedFile) -> tuple[bytes, bytes]:
+    values = [getattr(result, name) for name in _RESULT_FIELDS]
+    table = result.findings
+    if table is not None:
+        values[_FINDINGS_AT] = tuple(getattr(table, name) for name in _TABLE_FIELDS)
+    return pickle.dumps(tuple(values), pickle.HIGHEST_PROTOCOL), table.rows if table else b""
+
+
 def _joined(meta: bytes, rows: bytes) -> ScannedFile | None:
     try:
-        result = pickle.loads(meta)
+        values = dict(zip(_RESULT_FIELDS, pickle.loads(meta), strict=True))
+        table = values["findings"]
+        if table is not None:
+            table_values = dict(zip(_TABLE_FIELDS, table, strict=True))
+            values["findings"] = FileFindings(rows=rows, **table_values)
+        return ScannedFile(**values)
     except Exception:  # an entry this build cannot read: analyse the file again
         return None
-    if not isinstance(result, ScannedFile):
-        return None
-    if rows and result.findings is not None:
-        result.findings = result.findings.with_rows(rows)
-    return result
 
 
 class NoCache:
@@ -113,6 +140,12 @@ class NoCache:
         return {}
 
     def put(self, key: str, result: ScannedFile) -> None:
+        pass
+
+    def stat_index(self, name: str) -> bytes | None:
+        return None
+
+    def store_stat_index(self, name: str, records: bytes) -> None:
         pass
 
     def close(self) -> None:

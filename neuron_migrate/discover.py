@@ -68,23 +68,47 @@ def discover(
         yield SourcePath(str(root), root.name)
         return
     suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in _SKIP_DIRS
-            and not d.endswith(".egg-info")
-            and not _excluded(rel_dir + d, exclude)
-        )
-        for name in sorted(filenames):
-            if not name.endswith(suffixes):
-                continue
+    yield from _walk(str(root), "", suffixes, exclude)
+
+
+def _walk(
+    folder: str, rel_dir: str, suffixes: tuple[str, ...], exclude: tuple[str, ...]
+) -> Iterator[SourcePath]:
+    """The folder's files in name order, then each subfolder's, as `os.walk` lists them (an
+    unreadable folder is passed over), in one `scandir` a folder."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=_name)
+    except OSError:
+        return
+    subfolders = []
+    for entry in entries:
+        name = entry.name
+        if _is_dir(entry):
+            if (
+                name not in _SKIP_DIRS
+                and not name.endswith(".egg-info")
+                and not entry.is_symlink()
+                and not (exclude and _excluded(rel_dir + name, exclude))
+            ):
+                subfolders.append(entry)
+        elif name.endswith(suffixes):
             display = rel_dir + name
-            if _excluded(display, exclude):
-                continue
-            yield SourcePath(os.path.join(dirpath, name), display)
+            if not (exclude and _excluded(display, exclude)):
+                yield SourcePath(entry.path, display)
+    for entry in subfolders:
+        yield from _walk(entry.path, rel_dir + entry.name + "/", suffixes, exclude)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symlink, as os.walk does to classify it
+    except OSError:
+        return False
 
 
 def _excluded(display: str, patterns: tuple[str, ...]) -> bool:

@@ -1,19 +1,19 @@
 """The per-file scan pipeline and the process pool that runs it.
 
-read -> prefilter -> cache lookup (main process) -> decode -> ast.parse -> sites -> findings
--> suppressions -> report rows (workers). Results stream back in input order as `ScannedFile`s;
-a failure in one file becomes a `FileError` for that file and never stops the run.
+stat index, else read -> prefilter -> cache lookup (main process) -> decode -> ast.parse ->
+sites -> findings -> suppressions -> report rows (workers). Results stream back in input order
+as `ScannedFile`s; a failure in one file becomes a `FileError` for that file and never stops
+the run.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
@@ -22,7 +22,12 @@ from neuron_migrate.gc_tuning import collect_less, collecting_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
+from neuron_migrate.stat_index import PREFILTERED, StatIndex, signature
+from neuron_migrate.stat_index import index_name as stat_index_name
 from neuron_migrate.suppressions import MARKER, parse_suppressions
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,10 @@ def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
 
 
 def _pool(jobs: int, context: Context) -> ProcessPoolExecutor:
+    # Imported here: a re-scan that the cache answers starts no pool.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     methods = multiprocessing.get_all_start_methods()
     # fork hands the loaded data to the workers as it is; spawn pickles it once per worker.
     start = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -127,29 +136,13 @@ def scan_files(
     needs analysis: a re-scan that the cache answers entirely does neither.
     """
     digest = config_digest(settings.target)
+    # With no cache there is nothing to recall: the index would only cost a stat a file.
+    index_name = stat_index_name(digest)
+    index = StatIndex(cache.stat_index(index_name)) if isinstance(cache, ResultCache) else None
 
     def prepared() -> Iterator[_Prepared]:
         for group in _groups(files, LOOKUP_FILES):
-            read = [(s.display, read_bytes(s.path, s.display, settings.max_bytes)) for s in group]
-            keys = {
-                display: file_key(digest, display, data)
-                for display, data in read
-                if isinstance(data, bytes) and data.strip() and may_hold_findings(data)
-            }
-            cached = cache.get_many(list(keys.values()))
-            for display, data in read:
-                key = keys.get(display)
-                if isinstance(data, FileError):
-                    yield ScannedFile(display, error=data), None, ""
-                elif not data.strip():
-                    yield ScannedFile(display, skipped="empty file"), None, ""
-                elif key is None:
-                    yield _prefiltered(data, display), None, ""
-                elif (hit := cached.get(key)) is not None:
-                    hit.from_cache = True
-                    yield hit, None, ""
-                else:
-                    yield None, (data, display), key
+            yield from _prepared(group, settings, digest, cache, index)
 
     def finish(result: ScannedFile) -> ScannedFile:
         if on_result is not None:
@@ -164,11 +157,73 @@ def scan_files(
                     done = _analyze_bytes(*job, settings.context())
                 cache.put(key, done)
             yield finish(done)
-        return
-    yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
+    else:
+        yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
+    if index is not None and index.changed():
+        cache.store_stat_index(index_name, index.blob())
 
 
 _Prepared = tuple[ScannedFile | None, tuple[bytes, str] | None, str]
+
+
+def _prepared(
+    group: list[SourcePath],
+    settings: ScanSettings,
+    digest: str,
+    cache: ResultCache | NoCache,
+    index: StatIndex | None,
+) -> Iterator[_Prepared]:
+    """Each file of `group` as a result (an error, a skip, a cache hit) or as a job to analyse,
+    in order. A file the stat index recalls is not read, unless its result has left the cache."""
+    sigs = [signature(s.path) for s in group] if index is not None else [None] * len(group)
+    outcomes = [
+        index.recall(s.path, s.display, sig)
+        if index is not None and sig is not None and sig[0] <= settings.max_bytes
+        else None
+        for s, sig in zip(group, sigs, strict=True)
+    ]
+    data: list[bytes | FileError | None] = [
+        None if outcome is not None else read_bytes(s.path, s.display, settings.max_bytes)
+        for s, outcome in zip(group, outcomes, strict=True)
+    ]
+    keys = [
+        outcome or _key_of(item, digest, source.display)
+        for source, outcome, item in zip(group, outcomes, data, strict=True)
+    ]
+    cached = cache.get_many([key for key in keys if key])
+    for source, sig, outcome, item, key in zip(group, sigs, outcomes, data, keys, strict=True):
+        display = source.display
+        if outcome == PREFILTERED:
+            yield prefiltered(display), None, ""
+            continue
+        if (hit := cached.get(key)) is not None:
+            hit.from_cache = True
+            yield hit, None, ""
+            if outcome is None and index is not None:
+                index.remember(source.path, display, sig, key)
+            continue
+        if item is None:  # recalled, but the cache no longer holds the result
+            item = read_bytes(source.path, display, settings.max_bytes)
+            key = _key_of(item, digest, display)
+        if isinstance(item, FileError):
+            yield ScannedFile(display, error=item), None, ""
+        elif not item.strip():
+            yield ScannedFile(display, skipped="empty file"), None, ""
+        elif not key:
+            if index is not None and MARKER not in item:
+                index.remember(source.path, display, sig, PREFILTERED)
+            yield _prefiltered(item, display), None, ""
+        else:
+            if index is not None:
+                index.remember(source.path, display, sig, key)
+            yield None, (item, display), key
+
+
+def _key_of(data: bytes | FileError | None, digest: str, display: str) -> str:
+    """The cache key of a file that may hold findings; "" for any other."""
+    if isinstance(data, bytes) and data.strip() and may_hold_findings(data):
+        return file_key(digest, display, data)
+    return ""
 
 
 def _groups(items: Iterable[SourcePath], size: int) -> Iterator[list[SourcePath]]:

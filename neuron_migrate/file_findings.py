@@ -5,17 +5,20 @@ the main process hundreds of MB, a pickle round trip from every worker and from 
 an encoding per report. Here each finding is encoded once, by the worker that found it, and a
 file's rows are kept as the very bytes the JSON report lists for that file when no baseline is
 in use and no finding fails the gate; the cache stores those bytes, and the report writes them
-as they are (or sets the two run-dependent keys of the rows that differ). Beside the rows are
-the fields the gate and the summary count (code, status, category, fixable, fingerprint), so
-neither reads a row. `Finding` objects are decoded only for the formats that list them.
+as they are (or sets the two run-dependent keys of the rows that differ, found by the offsets
+kept beside the rows). Beside them too are what the gate and the summary count -- each finding's
+kind (code, status, category, fixable) and fingerprint -- so neither reads a row. `Finding`
+objects are decoded only for the formats that list them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import sys
+from array import array
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from neuron_migrate.findings import Finding
 
@@ -55,44 +58,126 @@ def finding_row(finding: Finding) -> bytes:
     return _encode(data).encode("ascii")
 
 
+def run_tail(baseline: str | None, gate: bool) -> bytes:
+    """The end of a row whose `baseline` and `gate` keys are set for this run."""
+    return _TAILS[(baseline, gate)]
+
+
 def with_run_keys(row: bytes, baseline: str | None, gate: bool) -> bytes:
     """`row` with its `baseline` and `gate` keys set for this run."""
     return row[: -len(_DEFAULT_TAIL)] + _TAILS[(baseline, gate)]
 
 
+# What the gate and the summary count of a finding: (code, status, category, fixable).
+Kind = tuple[str, str, str, bool]
+
+
 @dataclass(frozen=True)
 class FileFindings:
-    """The findings of one file, in report order, as JSON rows with their counted fields."""
+    """The findings of one file, in report order, as JSON rows with their counted fields.
+
+    The counted fields are kept per kind, not per finding: a file of a thousand findings holds
+    a dozen kinds, so the cache stores (and a re-scan unpickles) a few small tuples and packed
+    integers instead of thousands of strings, and the summary and the gate count kinds."""
 
     path: str
     rows: bytes  # `finding_row`s joined by ROW_SEPARATOR
-    codes: tuple[str, ...]
-    statuses: tuple[str, ...]
-    categories: tuple[str, ...]
-    fixable: tuple[bool, ...]
-    fingerprints: tuple[str, ...]
+    row_ends: bytes  # packed `_OFFSET`s: where each row ends in `rows`
+    kinds: tuple[Kind, ...]  # the distinct kinds, in order of first finding
+    kind_counts: tuple[int, ...]  # how many findings have each kind
+    kind_of: bytes  # packed `_INDEX`es: each finding's index in `kinds`
+    fingerprint_lines: str  # the findings' fingerprints, one a line
 
     @classmethod
     def of(cls, path: str, findings: Iterable[Finding]) -> FileFindings:
         ordered = sorted(findings, key=finding_order)
+        return cls.from_rows(
+            path,
+            [finding_row(f) for f in ordered],
+            [(f.code, f.status, f.category, f.fixable) for f in ordered],
+            [f.fingerprint for f in ordered],
+        )
+
+    @classmethod
+    def from_rows(
+        cls, path: str, rows: Sequence[bytes], kinds: Sequence[Kind], fingerprints: Sequence[str]
+    ) -> FileFindings:
+        """The table of findings given, in order, as their rows, kinds and fingerprints."""
+        index: dict[Kind, int] = {}
+        kind_of = [index.setdefault(kind, len(index)) for kind in kinds]
+        counts = [0] * len(index)
+        for position in kind_of:
+            counts[position] += 1
+        ends = []
+        end = -len(ROW_SEPARATOR)
+        for row in rows:
+            end += len(ROW_SEPARATOR) + len(row)
+            ends.append(end)
         return cls(
             path,
-            ROW_SEPARATOR.join(map(finding_row, ordered)),
-            tuple(f.code for f in ordered),
-            tuple(f.status for f in ordered),
-            tuple(f.category for f in ordered),
-            tuple(f.fixable for f in ordered),
-            tuple(f.fingerprint for f in ordered),
+            ROW_SEPARATOR.join(rows),
+            _packed(_OFFSET, ends),
+            tuple(index),
+            tuple(counts),
+            _packed(_INDEX, kind_of),
+            "\n".join(fingerprints),
         )
 
     def __len__(self) -> int:
-        return len(self.codes)
+        return len(self.kind_of) // _INDEX_SIZE
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return self._field(0)
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        return self._field(1)
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        return tuple(self.fingerprint_lines.split("\n")) if self.kind_of else ()
+
+    def _field(self, column: int) -> tuple[Any, ...]:
+        values = [kind[column] for kind in self.kinds]
+        return tuple(values[position] for position in _unpacked(_INDEX, self.kind_of))
+
+    def count_with_status(self, statuses: Container[str]) -> int:
+        """How many findings have one of `statuses`."""
+        kinds = zip(self.kinds, self.kind_counts, strict=True)
+        return sum(count for (_, status, _, _), count in kinds if status in statuses)
+
+    def positions_with_status(self, statuses: Container[str]) -> list[int]:
+        """The positions of the findings that have one of `statuses`."""
+        chosen = {i for i, (_, status, _, _) in enumerate(self.kinds) if status in statuses}
+        if not chosen:
+            return []
+        positions = enumerate(_unpacked(_INDEX, self.kind_of))
+        return [position for position, kind in positions if kind in chosen]
 
     def row_list(self) -> list[bytes]:
-        return self.rows.split(ROW_SEPARATOR) if self.codes else []
+        return self.rows.split(ROW_SEPARATOR) if self.kind_of else []
+
+    def with_tails(self, tails: Iterable[tuple[int, bytes]]) -> list[bytes | memoryview]:
+        """The rows, as pieces to write in order, with the run-dependent tail of some replaced:
+        (position, tail) pairs in increasing position. Only those rows are touched; the bytes
+        between are views of `rows`, not copies (a large file's rows are megabytes)."""
+        ends = _unpacked(_OFFSET, self.row_ends)
+        rows = memoryview(self.rows)
+        pieces: list[bytes | memoryview] = []
+        start = 0
+        for position, tail in tails:
+            end = ends[position]
+            pieces.append(rows[start : end - len(_DEFAULT_TAIL)])
+            pieces.append(tail)
+            start = end
+        if not pieces:
+            return [self.rows]
+        pieces.append(rows[start:])
+        return pieces
 
     def decode(self) -> list[Finding]:
-        if not self.codes:
+        if not self.kind_of:
             return []
         return [Finding.from_json(item) for item in json.loads(b"[" + self.rows + b"]")]
 
@@ -100,30 +185,51 @@ class FileFindings:
         """The findings whose flag in `keep` is true."""
         if all(keep):
             return self
-        return FileFindings(
+        kinds = [self.kinds[position] for position in _unpacked(_INDEX, self.kind_of)]
+        return FileFindings.from_rows(
             self.path,
-            ROW_SEPARATOR.join(_kept(tuple(self.row_list()), keep)),
-            _kept(self.codes, keep),
-            _kept(self.statuses, keep),
-            _kept(self.categories, keep),
-            _kept(self.fixable, keep),
-            _kept(self.fingerprints, keep),
+            _kept(self.row_list(), keep),
+            _kept(kinds, keep),
+            _kept(list(self.fingerprints), keep),
         )
 
     def with_rows(self, rows: bytes) -> FileFindings:
+        # Not dataclasses.replace: a re-scan calls this once a file, and replace costs 6 µs.
         return FileFindings(
             self.path,
             rows,
-            self.codes,
-            self.statuses,
-            self.categories,
-            self.fixable,
-            self.fingerprints,
+            self.row_ends,
+            self.kinds,
+            self.kind_counts,
+            self.kind_of,
+            self.fingerprint_lines,
         )
 
 
-def _kept(values: tuple[_T, ...], keep: Sequence[bool]) -> tuple[_T, ...]:
-    return tuple(value for value, flag in zip(values, keep, strict=True) if flag)
+# Packed integers: little-endian whatever the machine, so that a cache moves between machines.
+_Typecode = Literal["H", "Q"]
+_INDEX: _Typecode = "H"  # a file holds far fewer than 65,536 kinds of finding
+_INDEX_SIZE = 2
+_OFFSET: _Typecode = "Q"
+
+
+def _packed(typecode: _Typecode, values: list[int]) -> bytes:
+    packed = array(typecode, values)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpacked(typecode: _Typecode, data: bytes) -> Sequence[int]:
+    if sys.byteorder == "little":
+        return memoryview(data).cast(typecode)
+    values = array(typecode, data)
+    values.byteswap()
+    return values
+
+
+def _kept(values: Sequence[_T], keep: Sequence[bool]) -> list[_T]:
+    return [value for value, flag in zip(values, keep, strict=True) if flag]
 
 
 def group_by_file(findings: Iterable[Finding]) -> list[FileFindings]:

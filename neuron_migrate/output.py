@@ -8,8 +8,10 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+Chunk = str | bytes | memoryview
 
-def write_output(text: str | Iterable[str | bytes], path: Path | None) -> None:
+
+def write_output(text: str | Iterable[Chunk], path: Path | None) -> None:
     """Write `text`, or its pieces in order, to stdout or atomically to `path`. Byte pieces
     (UTF-8) go to stdout's buffer as they are, without a decode and encode."""
     chunks = (text,) if isinstance(text, str) else text
@@ -19,19 +21,23 @@ def write_output(text: str | Iterable[str | bytes], path: Path | None) -> None:
     atomic_write_text(path, chunks)
 
 
-def _write_stdout(chunks: Iterable[str | bytes]) -> None:
+def _write_stdout(chunks: Iterable[Chunk]) -> None:
     buffer = getattr(sys.stdout, "buffer", None)  # None when stdout is a StringIO (tests)
+    text_pending = True  # whatever was printed before goes first
     for chunk in chunks:
         if isinstance(chunk, str):
             sys.stdout.write(chunk)
+            text_pending = True
         elif buffer is not None:
-            sys.stdout.flush()
+            if text_pending:
+                sys.stdout.flush()
+                text_pending = False
             buffer.write(chunk)
         else:
-            sys.stdout.write(chunk.decode("utf-8"))
+            sys.stdout.write(bytes(chunk).decode("utf-8"))
 
 
-def atomic_write_text(path: Path, text: str | Iterable[str | bytes]) -> None:
+def atomic_write_text(path: Path, text: str | Iterable[Chunk]) -> None:
     chunks = (text,) if isinstance(text, str) else text
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from neuron_migrate import runner
-
 
 def register(app: typer.Typer) -> None:
     app.command(
@@ -34,6 +32,8 @@ def run(
     (native runs, cpu_fallback runs and warns, unsupported raises). This executes the code.
     Exits with the command's own exit code; the trace is written even when the command fails.
     """
+    from neuron_migrate import runner  # subprocess and tempfile load only for `run`
+
     result = runner.run(list(ctx.args), target)
     if trace is not None:
         runner.write_trace(result.trace, trace)

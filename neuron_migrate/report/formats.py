@@ -35,7 +35,7 @@ def render(report: ScanReport, name: str) -> str:
     return renderer(name)(report)
 
 
-def render_chunks(report: ScanReport, name: str) -> Iterable[str | bytes]:
+def render_chunks(report: ScanReport, name: str) -> Iterable[str | bytes | memoryview]:
     """The report as pieces to write one after another: the JSON report of a large tree is
     tens of MB, and is never joined into one string on its way out."""
     if name == "json":

@@ -12,7 +12,7 @@ from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, with_run_keys
+from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, run_tail
 from neuron_migrate.report.summary import summarize
 
 SCHEMA_VERSION = "1.1"
@@ -54,25 +54,21 @@ def finding_rows(report: ScanReport) -> Iterator[bytes]:
     """Each reported finding's JSON object, in report order, as this run lists it."""
     for table in sorted(report.files, key=lambda t: t.path):
         if table:
-            yield from _listed(report, table).split(ROW_SEPARATOR)
+            yield from b"".join(_listed(report, table)).split(ROW_SEPARATOR)
 
 
-def _listed(report: ScanReport, table: FileFindings) -> bytes:
+def _listed(report: ScanReport, table: FileFindings) -> list[bytes | memoryview]:
     """The file's rows as this run lists them. The stored rows say "no baseline, passes the
     gate": most files are written as they are, and only rows that differ are touched."""
-    gates = report.gate_flags(table)
     if report.baseline is None:
-        if not any(gates):
-            return table.rows
-        rows = table.row_list()
-        for index in (i for i, gate in enumerate(gates) if gate):
-            rows[index] = with_run_keys(rows[index], None, True)
-        return ROW_SEPARATOR.join(rows)
+        failing = table.positions_with_status(report.fail_on_for(table.path))
+        return table.with_tails((position, _FAILING) for position in failing)
     states = ("new" if report.is_new_fingerprint(fp) else "unchanged" for fp in table.fingerprints)
-    return ROW_SEPARATOR.join(
-        with_run_keys(row, state, gate)
-        for row, state, gate in zip(table.row_list(), states, gates, strict=True)
-    )
+    tails = map(run_tail, states, report.gate_flags(table))
+    return table.with_tails(enumerate(tails))
+
+
+_FAILING = run_tail(None, True)
 
 
 def _order(finding: Any) -> tuple[str, int, int, int, str]:
@@ -86,7 +82,7 @@ def render_json(report: ScanReport) -> str:
     return b"".join(json_chunks(report)).decode("ascii")
 
 
-def json_chunks(report: ScanReport) -> Iterator[bytes]:
+def json_chunks(report: ScanReport) -> Iterator[bytes | memoryview]:
     """Indented JSON with one finding per line: readable and grep-able. The rows were encoded
     by the workers (an indented dump of 80,000 findings takes seconds in json's pure-Python
     encoder); the rest of the document is small. Written a file's rows at a time."""
@@ -102,5 +98,5 @@ def json_chunks(report: ScanReport) -> Iterator[bytes]:
     for index, table in enumerate(tables):
         if index:
             yield ROW_SEPARATOR
-        yield _listed(report, table)
+        yield from _listed(report, table)
     yield b"\n  ]" + tail + b"\n"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from itertools import chain
 from typing import Any
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.file_findings import Kind
 from neuron_migrate.findings import STATUSES, Finding
 
 # Worst first: the order in which reports list statuses.
@@ -25,11 +25,21 @@ STATUS_LABEL = {
 
 
 def summarize(report: ScanReport) -> dict[str, Any]:
-    # Counted from the fields kept beside each file's rows: no finding is decoded.
+    # Counted from the kinds kept beside each file's rows: no finding is decoded.
     tables = report.files
-    by_status = Counter(chain.from_iterable(t.statuses for t in tables))
-    by_category = Counter(chain.from_iterable(t.categories for t in tables))
-    by_code = Counter(chain.from_iterable(t.codes for t in tables))
+    by_kind: dict[Kind, int] = {}
+    for table in tables:
+        for kind, count in zip(table.kinds, table.kind_counts, strict=True):
+            by_kind[kind] = by_kind.get(kind, 0) + count
+    by_status: Counter[str] = Counter()
+    by_category: Counter[str] = Counter()
+    by_code: Counter[str] = Counter()
+    fixable = 0
+    for (code, status, category, can_fix), count in by_kind.items():
+        by_status[status] += count
+        by_category[category] += count
+        by_code[code] += count
+        fixable += count if can_fix else 0
     kinds = Counter(s.kind for s in report.suppressed)
     failing = report.failing_count
     return {
@@ -47,7 +57,7 @@ def summarize(report: ScanReport) -> dict[str, Any]:
         "by_category": dict(sorted(by_category.items())),
         "by_code": dict(sorted(by_code.items())),
         "torch_xla_uses": by_status.get("xla", 0),
-        "fixable": sum(sum(t.fixable) for t in tables),
+        "fixable": fixable,
         "unmapped_apis": dict(report.unmapped_apis.most_common()),
         "api_map_coverage": {
             "mapped": report.api_map_coverage[0],

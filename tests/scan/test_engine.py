@@ -92,3 +92,33 @@ def test_analysis_leaves_no_reference_cycles() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_cached_result_reads_back_equal_to_the_analysed_one(tmp_path: Path) -> None:
+    """Every field of a result survives the cache: findings, suppressed and unused
+    suppressions, unmapped APIs, errors and skips."""
+    from neuron_migrate.cache import ResultCache
+    from neuron_migrate.engine import ScanSettings, _analyze_bytes
+
+    suppressing = (
+        "import torch_xla.core.xla_model as xm\n"
+        "device = xm.xla_device()  # neuron-migrate: ignore[NM101] our launcher\n"
+        "# neuron-migrate: fixme[NM999]\n"
+        "print(1)\n"
+    )
+    sources = {"suppressing.py": suppressing.encode(), "bad.py": b"def (:\n"}
+    for path in sorted((FIXTURES / "analyze").rglob("*.py"))[:20]:
+        sources[path.name] = path.read_bytes()
+    context = ScanSettings(target="2.14.3.0").context()
+    results = {name: _analyze_bytes(data, name, context) for name, data in sources.items()}
+    assert results["suppressing.py"].suppressed and results["suppressing.py"].unused_suppressions
+    assert results["bad.py"].error is not None
+    assert any(r.unmapped_apis for r in results.values())
+    cache = ResultCache(tmp_path)
+    for name, result in results.items():
+        cache.put(name, result)
+    cache.flush()
+    back = cache.get_many(list(results))
+    for name, result in results.items():
+        assert back[name] == result, name
+    cache.close()

@@ -10,6 +10,7 @@ from neuron_migrate.file_findings import (
     FileFindings,
     finding_row,
     group_by_file,
+    run_tail,
     with_run_keys,
 )
 from neuron_migrate.findings import Finding
@@ -80,3 +81,40 @@ def test_group_by_file_gives_one_table_a_file_in_path_order() -> None:
     tables = group_by_file([a, b, replace(a, line=9)])
     assert [t.path for t in tables] == ["a.py", "b.py"]
     assert [len(t) for t in tables] == [1, 2]
+
+
+def test_kinds_count_the_findings_of_each_kind() -> None:
+    findings = [_finding(1), _finding(2, "NM901", status="native"), _finding(3), _finding(4)]
+    table = FileFindings.of("a.py", findings)
+    assert table.kinds == (
+        ("NM101", "xla", "torch_xla", True),
+        ("NM901", "native", "torch_xla", True),
+    )
+    assert table.kind_counts == (3, 1)
+    assert table.codes == ("NM101", "NM901", "NM101", "NM101")
+    assert table.count_with_status({"xla"}) == 3
+    assert table.positions_with_status({"native", "unsupported"}) == [1]
+    assert table.positions_with_status(set()) == []
+
+
+def test_tails_replace_only_the_rows_named() -> None:
+    findings = [_finding(line) for line in (1, 2, 3)]
+    table = FileFindings.of("a.py", findings)
+    rows = table.row_list()
+    assert table.with_tails([]) == [table.rows]
+    set_gate = b"".join(table.with_tails([(0, run_tail(None, True)), (2, run_tail(None, True))]))
+    assert set_gate.split(ROW_SEPARATOR) == [
+        with_run_keys(rows[0], None, True),
+        rows[1],
+        with_run_keys(rows[2], None, True),
+    ]
+    states = b"".join(table.with_tails((i, run_tail("new", i == 1)) for i in range(3)))
+    assert states.split(ROW_SEPARATOR) == [_reference_row(f, "new", f.line == 2) for f in findings]
+
+
+def test_where_recounts_the_kinds_kept() -> None:
+    table = FileFindings.of("a.py", [_finding(1, "NM101"), _finding(2, "NM901"), _finding(3)])
+    kept = table.where([False, True, False])
+    assert kept.kinds == (("NM901", "xla", "torch_xla", True),)
+    assert kept.kind_counts == (1,) and kept.fingerprints == ("fp0002NM901",)
+    assert kept.row_list() == [table.row_list()[1]]

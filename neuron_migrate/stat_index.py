@@ -1,0 +1,82 @@
+"""Which files a re-scan need not read: what each file's bytes gave when they were last read,
+under the stat signature the file had then.
+
+A re-scan of an unchanged tree would otherwise read and hash every file only to find it in the
+cache. Here a file whose signature (size, mtime, ctime, inode, device) is the one recorded
+answers from the record: the cache key its bytes had, or "prefiltered". ctime is part of it
+because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`) still
+moves ctime. As in git's index, a record is kept only for a file whose ctime was already
+`_SETTLED_NS` in the past when it was read, so that a second write within the filesystem's
+timestamp granularity cannot leave the signature as it was.
+
+The records of one scan are one entry of the result cache, named by the working folder and the
+configuration digest; the next scan in the same folder with the same configuration reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import time
+
+# Outcomes: a cache key (64 hex digits), or this for a file the prefilter skipped.
+PREFILTERED = ""
+
+Signature = tuple[int, int, int, int, int]
+# A record: the file's signature, its display path (the key depends on it), its outcome.
+_Record = tuple[Signature, str, str]
+
+# Coarser than any filesystem's timestamps (FAT's are 2 s).
+_SETTLED_NS = 3_000_000_000
+
+
+def signature(path: str) -> Signature | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def index_name(config_digest: str) -> str:
+    """The index of scans run from this folder with this configuration (paths as given are
+    relative to the working folder)."""
+    return hashlib.sha256(f"{os.getcwd()}\0{config_digest}".encode()).hexdigest()
+
+
+class StatIndex:
+    def __init__(self, blob: bytes | None) -> None:
+        self._recorded: dict[str, _Record] = _loaded(blob)
+        self._seen: dict[str, _Record] = {}
+        self._settled_before = time.time_ns() - _SETTLED_NS
+
+    def recall(self, path: str, display: str, sig: Signature | None) -> str | None:
+        """The outcome recorded for the file at `path` if its signature is unchanged."""
+        record = self._recorded.get(path)
+        if record is None or sig is None or record[0] != sig or record[1] != display:
+            return None
+        self._seen[path] = record
+        return record[2]
+
+    def remember(self, path: str, display: str, sig: Signature | None, outcome: str) -> None:
+        """Record what the file's bytes gave, read after its signature `sig` was taken."""
+        if sig is not None and sig[2] < self._settled_before:
+            self._seen[path] = (sig, display, outcome)
+
+    def changed(self) -> bool:
+        return self._seen != self._recorded
+
+    def blob(self) -> bytes:
+        """The records of the files seen by this scan (one that no longer exists drops out)."""
+        return pickle.dumps(self._seen, pickle.HIGHEST_PROTOCOL)
+
+
+def _loaded(blob: bytes | None) -> dict[str, _Record]:
+    if not blob:
+        return {}
+    try:
+        records = pickle.loads(blob)
+    except Exception:  # written by another build: start afresh
+        return {}
+    return records if isinstance(records, dict) else {}
