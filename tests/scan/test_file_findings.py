@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import fields, replace
+
+import pytest
 
 from neuron_migrate.file_findings import (
     ROW_SEPARATOR,
@@ -118,3 +121,14 @@ def test_where_recounts_the_kinds_kept() -> None:
     assert kept.kinds == (("NM901", "xla", "torch_xla", True),)
     assert kept.kind_counts == (1,) and kept.fingerprints == ("fp0002NM901",)
     assert kept.row_list() == [table.row_list()[1]]
+
+
+def test_packed_integers_are_little_endian_on_any_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuron_migrate import file_findings
+
+    assert file_findings._packed("H", [1, 258]) == b"\x01\x00\x02\x01"
+    assert list(file_findings._unpacked("Q", file_findings._packed("Q", [7, 2**40]))) == [7, 2**40]
+    # A machine of the other byte order swaps on the way in and out: the values survive.
+    other = "big" if sys.byteorder == "little" else "little"
+    monkeypatch.setattr(file_findings.sys, "byteorder", other)
+    assert list(file_findings._unpacked("H", file_findings._packed("H", [1, 258]))) == [1, 258]
