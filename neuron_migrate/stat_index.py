@@ -5,9 +5,11 @@ A re-scan of an unchanged tree would otherwise read and hash every file only to 
 cache. Here a file whose signature (size, mtime, ctime, inode, device) is the one recorded
 answers from the record: the cache key its bytes had, or "prefiltered". ctime is part of it
 because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`) still
-moves ctime. As in git's index, a record is kept only for a file whose ctime was already
-`_SETTLED_NS` in the past when it was read, so that a second write within the filesystem's
-timestamp granularity cannot leave the signature as it was.
+moves ctime (on POSIX; Windows reports the creation time there, so a same-size rewrite that
+restores the mtime goes unseen, as it does for git). As in git's index, a record is kept only
+for a file whose mtime and ctime were both already `_SETTLED_NS` in the past when it was read,
+so that a second write within the filesystem's timestamp granularity cannot leave the
+signature as it was.
 
 The records of one scan are one entry of the result cache, named by the working folder and the
 configuration digest; the next scan in the same folder with the same configuration reads them.
@@ -61,7 +63,7 @@ class StatIndex:
 
     def remember(self, path: str, display: str, sig: Signature | None, outcome: str) -> None:
         """Record what the file's bytes gave, read after its signature `sig` was taken."""
-        if sig is not None and sig[2] < self._settled_before:
+        if sig is not None and max(sig[1], sig[2]) < self._settled_before:
             self._seen[path] = (sig, display, outcome)
 
     def changed(self) -> bool:
