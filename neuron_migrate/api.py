@@ -84,16 +84,13 @@ class ScanReport:
     def fails(self, finding: Finding) -> bool:
         return self.is_new(finding) and finding.status in self.fail_on_for(finding.path)
 
-    def gate_flags(self, table: FileFindings) -> list[bool]:
-        """For each finding of `table`: does it fail the gate?"""
-        fail_on = self.fail_on_for(table.path)
-        if self.baseline is None:
-            return [status in fail_on for status in table.statuses]
-        known = self.baseline.fingerprints
-        return [
-            status in fail_on and fingerprint not in known
-            for status, fingerprint in zip(table.statuses, table.fingerprints, strict=True)
-        ]
+    def failing_positions(self, table: FileFindings) -> list[int]:
+        """The positions of `table`'s findings that fail the gate."""
+        failing = table.positions_with_status(self.fail_on_for(table.path))
+        if self.baseline is None or not failing:
+            return failing
+        known, fingerprints = self.baseline.fingerprints, table.fingerprints
+        return [position for position in failing if fingerprints[position] not in known]
 
     @property
     def new_count(self) -> int:
@@ -104,9 +101,9 @@ class ScanReport:
 
     def failing_in(self, table: FileFindings) -> int:
         """How many of `table`'s findings fail the gate."""
-        if self.baseline is None:
+        if self.baseline is None:  # counted by kind, no finding looked at
             return table.count_with_status(self.fail_on_for(table.path))
-        return sum(self.gate_flags(table))
+        return len(self.failing_positions(table))
 
     @property
     def failing_count(self) -> int:

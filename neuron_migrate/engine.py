@@ -22,7 +22,7 @@ from neuron_migrate.gc_tuning import collect_less, collecting_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
-from neuron_migrate.stat_index import PREFILTERED, StatIndex, signature
+from neuron_migrate.stat_index import PREFILTERED, StatIndex
 from neuron_migrate.stat_index import index_name as stat_index_name
 from neuron_migrate.suppressions import MARKER, parse_suppressions
 
@@ -136,9 +136,8 @@ def scan_files(
     needs analysis: a re-scan that the cache answers entirely does neither.
     """
     digest = config_digest(settings.target)
-    # With no cache there is nothing to recall: the index would only cost a stat a file.
     index_name = stat_index_name(digest)
-    index = StatIndex(cache.stat_index(index_name)) if isinstance(cache, ResultCache) else None
+    index = StatIndex(cache.stat_index(index_name), enabled=isinstance(cache, ResultCache))
 
     def prepared() -> Iterator[_Prepared]:
         for group in _groups(files, LOOKUP_FILES):
@@ -159,7 +158,7 @@ def scan_files(
             yield finish(done)
     else:
         yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
-    if index is not None and index.changed():
+    if index.changed():
         cache.store_stat_index(index_name, index.blob())
 
 
@@ -171,14 +170,14 @@ def _prepared(
     settings: ScanSettings,
     digest: str,
     cache: ResultCache | NoCache,
-    index: StatIndex | None,
+    index: StatIndex,
 ) -> Iterator[_Prepared]:
     """Each file of `group` as a result (an error, a skip, a cache hit) or as a job to analyse,
     in order. A file the stat index recalls is not read, unless its result has left the cache."""
-    sigs = [signature(s.path) for s in group] if index is not None else [None] * len(group)
+    sigs = [index.signature(s.path) for s in group]
     outcomes = [
         index.recall(s.path, s.display, sig)
-        if index is not None and sig is not None and sig[0] <= settings.max_bytes
+        if sig is not None and sig[0] <= settings.max_bytes
         else None
         for s, sig in zip(group, sigs, strict=True)
     ]
@@ -199,7 +198,7 @@ def _prepared(
         if (hit := cached.get(key)) is not None:
             hit.from_cache = True
             yield hit, None, ""
-            if outcome is None and index is not None:
+            if outcome is None:
                 index.remember(source.path, display, sig, key)
             continue
         if item is None:  # recalled, but the cache no longer holds the result
@@ -207,23 +206,27 @@ def _prepared(
             key = _key_of(item, digest, display)
         if isinstance(item, FileError):
             yield ScannedFile(display, error=item), None, ""
-        elif not item.strip():
+        elif _blank(item):
             yield ScannedFile(display, skipped="empty file"), None, ""
         elif not key:
-            if index is not None and MARKER not in item:
+            if MARKER not in item:
                 index.remember(source.path, display, sig, PREFILTERED)
             yield _prefiltered(item, display), None, ""
         else:
-            if index is not None:
-                index.remember(source.path, display, sig, key)
+            index.remember(source.path, display, sig, key)
             yield None, (item, display), key
 
 
 def _key_of(data: bytes | FileError | None, digest: str, display: str) -> str:
     """The cache key of a file that may hold findings; "" for any other."""
-    if isinstance(data, bytes) and data.strip() and may_hold_findings(data):
+    if isinstance(data, bytes) and not _blank(data) and may_hold_findings(data):
         return file_key(digest, display, data)
     return ""
+
+
+def _blank(data: bytes) -> bool:
+    """Empty, or whitespace only (as `not data.strip()`, without copying the file)."""
+    return not data or data.isspace()
 
 
 def _groups(items: Iterable[SourcePath], size: int) -> Iterator[list[SourcePath]]:

@@ -48,10 +48,16 @@ def index_name(config_digest: str) -> str:
 
 
 class StatIndex:
-    def __init__(self, blob: bytes | None) -> None:
+    def __init__(self, blob: bytes | None, *, enabled: bool = True) -> None:
+        self._enabled = enabled
         self._recorded: dict[str, _Record] = _loaded(blob)
         self._seen: dict[str, _Record] = {}
         self._settled_before = time.time_ns() - _SETTLED_NS
+
+    def signature(self, path: str) -> Signature | None:
+        """The file's signature now; None when the index is off (a scan without a cache has
+        nothing to recall, and stats no file), which `recall` and `remember` pass over."""
+        return signature(path) if self._enabled else None
 
     def recall(self, path: str, display: str, sig: Signature | None) -> str | None:
         """The outcome recorded for the file at `path` if its signature is unchanged."""

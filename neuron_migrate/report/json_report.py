@@ -60,12 +60,14 @@ def finding_rows(report: ScanReport) -> Iterator[bytes]:
 def _listed(report: ScanReport, table: FileFindings) -> list[bytes | memoryview]:
     """The file's rows as this run lists them. The stored rows say "no baseline, passes the
     gate": most files are written as they are, and only rows that differ are touched."""
+    failing = report.failing_positions(table)
     if report.baseline is None:
-        failing = table.positions_with_status(report.fail_on_for(table.path))
         return table.with_tails((position, _FAILING) for position in failing)
+    fails = set(failing)
     states = ("new" if report.is_new_fingerprint(fp) else "unchanged" for fp in table.fingerprints)
-    tails = map(run_tail, states, report.gate_flags(table))
-    return table.with_tails(enumerate(tails))
+    return table.with_tails(
+        (position, run_tail(state, position in fails)) for position, state in enumerate(states)
+    )
 
 
 _FAILING = run_tail(None, True)
