@@ -32,11 +32,6 @@ from neuron_migrate.errors import DataFileError, NeuronMigrateError
 from neuron_migrate.findings import Finding
 from neuron_migrate.gate import parse_fail_on
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 TABLE = "tool.neuron-migrate"
 _TOP_KEYS = ("target", "fail-on", "select", "ignore", "exclude", "baseline", "overrides")
 _OVERRIDE_KEYS = ("paths", "select", "ignore", "fail-on")
@@ -86,6 +81,12 @@ def _has_table(path: Path) -> bool:
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:
+    # Imported here: most scans find no pyproject.toml with our table, and start faster.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

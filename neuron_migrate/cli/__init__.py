@@ -2,53 +2,48 @@
 
 Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would change files),
 2 usage, configuration or internal error.
+
+The parser is the standard library's argparse: a re-scan that the cache answers takes a few
+hundred milliseconds, and importing a CLI framework (typer and click) cost 45-60 ms of it.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
-import typer
-
 from neuron_migrate import __version__
+from neuron_migrate.cli.commands import Handler
 from neuron_migrate.errors import NeuronMigrateError
 
-app = typer.Typer(
-    name="neuron-migrate",
-    help="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-# Each command group lives in its own module with a `register(app)` function.
+# Each command group lives in its own module with a `register(commands)` function.
 _COMMAND_MODULES = ("scan", "rewrite", "run", "matrix", "rules", "verify", "demo", "report")
 
-
-def _version(value: bool) -> None:
-    if value:
-        print(__version__)
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Scan, rewrite, run and verify PyTorch code for the native `neuron` device."""
+# Commands that take PATH, options after it, and then `-- CMD ...`. argparse cannot express
+# that (a positional list after PATH is filled, empty, with PATH), so the command is cut off
+# before parsing. `run` has no PATH and takes the rest of the line as it is.
+_COMMAND_AFTER_DASHES = ("verify",)
 
 
-for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"neuron_migrate.cli.{_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"neuron_migrate.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `command` alone: building all of them (each an
+    ArgumentParser, and their modules imported) takes a measurable part of a fast re-scan."""
+    parser = argparse.ArgumentParser(
+        prog="neuron-migrate",
+        description="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for name in (command,) if command in _COMMAND_MODULES else _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"neuron_migrate.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"neuron_migrate.cli.{name}":
+                raise
+            continue
+        module.register(commands)
+    return parser
 
 
 def _say(message: str) -> None:
@@ -57,26 +52,46 @@ def _say(message: str) -> None:
     Console(stderr=True).print(message, highlight=False, soft_wrap=True)
 
 
-def main() -> None:
+def parse(words: list[str]) -> argparse.Namespace:
+    """The parsed command line; a usage error prints usage and exits 2."""
+    command: list[str] = []
+    if words[:1] and words[0] in _COMMAND_AFTER_DASHES and "--" in words:
+        cut = words.index("--")
+        words, command = words[:cut], words[cut + 1 :]
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
+    if command:
+        args.command = command
+    if getattr(args, "handler", None) is None:  # a command group without its command, or none
+        (getattr(args, "group_parser", None) or parser).print_help(sys.stderr)
+        sys.exit(2)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    handler: Handler = args.handler
     try:
-        # Outside standalone mode click returns typer.Exit's code instead of raising it.
-        code = app(standalone_mode=False)
+        code = handler(args)
     except NeuronMigrateError as exc:
         _say(f"[bold red]error:[/] {exc}")
         sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        _say("[red]aborted[/]")
-        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:
-        # Usage errors (an unknown option, a missing argument) arrive here outside standalone
-        # mode. They are click exceptions, which typer may vendor: recognise them by shape.
-        show = getattr(exc, "show", None)
-        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
-            show()
-            sys.exit(2)
-        raise
-    sys.exit(code if isinstance(code, int) else 0)
+    except BrokenPipeError:
+        _quiet_stdout()  # the reader left (`| head`): no traceback, and none at exit either
+        sys.exit(1)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(1)
+    sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush of it cannot fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
-import typer
+import argparse
+from typing import TYPE_CHECKING
 
+from neuron_migrate.cli.commands import add_command
 from neuron_migrate.resources import DEFAULT_PROJECT
 
+if TYPE_CHECKING:
+    from neuron_migrate.cli.commands import Commands
 
-def register(app: typer.Typer) -> None:
-    app.command(name="demo")(demo)
 
-
-def demo(
-    project: str = typer.Option(
-        DEFAULT_PROJECT,
-        "--project",
+def register(commands: Commands) -> None:
+    parser = add_command(commands, "demo", demo)
+    parser.add_argument(
         "-p",
-        help="Sample project: mlp_single, ddp_spawn, transformer_modern, mixed_status.",
-    ),
-    steps: int = typer.Option(5, "--steps", help="Training steps for the run stage."),
-    target: str | None = typer.Option(None, "--target", "-t", help="torch-neuronx version."),
-    keep: bool = typer.Option(False, "--keep", help="Keep the migrated copy and print where."),
-) -> None:
+        "--project",
+        metavar="NAME",
+        default=DEFAULT_PROJECT,
+        help="Sample project: mlp_single, ddp_spawn, transformer_modern, mixed_status "
+        f"(default: {DEFAULT_PROJECT}).",
+    )
+    parser.add_argument(
+        "--steps",
+        metavar="N",
+        type=int,
+        default=5,
+        help="Training steps for the run stage (default: 5).",
+    )
+    parser.add_argument("-t", "--target", metavar="VERSION", help="torch-neuronx version.")
+    parser.add_argument(
+        "--keep", action="store_true", help="Keep the migrated copy and print where."
+    )
+
+
+def demo(args: argparse.Namespace) -> int:
     """Show the four stages on a copy of a bundled sample project (needs the runtime extra).
 
     The run stage executes the migrated sample's train.py on the simulated device.
@@ -30,9 +44,11 @@ def demo(
 
     from neuron_migrate.demo import run_demo
 
-    outcome = run_demo(Console(), project=project, steps=steps, target=target, keep=keep)
-    expected_failure = project == "mixed_status"  # it stops on an unsupported namespace
+    outcome = run_demo(
+        Console(), project=args.project, steps=args.steps, target=args.target, keep=args.keep
+    )
+    expected_failure = args.project == "mixed_status"  # it stops on an unsupported namespace
     ran_as_expected = (
         (outcome.run_exit_code != 0) if expected_failure else outcome.run_exit_code == 0
     )
-    raise typer.Exit(0 if ran_as_expected else 1)
+    return 0 if ran_as_expected else 1

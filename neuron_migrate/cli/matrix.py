@@ -6,18 +6,19 @@ raises a `UsageError`, which the app turns into one red line and exit code 2.
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-import typer
-
+from neuron_migrate.cli.commands import add_command, add_group
 from neuron_migrate.errors import UsageError
 
 # The matrix package and rich load when a matrix command runs, not with the CLI.
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from neuron_migrate.cli.commands import Commands
     from neuron_migrate.matrix import Matrix
     from neuron_migrate.matrix.api_map import ApiMap
     from neuron_migrate.matrix.query import NameReport
@@ -25,20 +26,44 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json")
 _STYLE = {"native": "green", "cpu_fallback": "yellow", "unsupported": "red", "partial": "yellow"}
 
-FormatOption = typer.Option("text", "--format", "-f", help="text (rich) or json.")
 
-
-def register(app: typer.Typer) -> None:
-    """Add the `matrix` sub-app to the main app."""
-    sub = typer.Typer(
-        name="matrix",
-        help="Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
-        no_args_is_help=True,
+def register(commands: Commands) -> None:
+    """Add the `matrix` commands."""
+    group = add_group(
+        commands,
+        "matrix",
+        "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
     )
-    sub.command("list")(matrix_list)
-    sub.command("show")(matrix_show)
-    sub.command("diff")(matrix_diff)
-    app.add_typer(sub, name="matrix")
+    _add_format(add_command(group, "list", matrix_list))
+    show = add_command(group, "show", matrix_show)
+    show.add_argument(
+        "name",
+        help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
+    )
+    show.add_argument(
+        "-t",
+        "--target",
+        metavar="VERSION",
+        action="append",
+        default=[],
+        help="Only these versions (repeatable); default: all.",
+    )
+    _add_format(show)
+    diff = add_command(group, "diff", matrix_diff)
+    diff.add_argument("v1", help="Older torch-neuronx version, e.g. 2.13.3.0.")
+    diff.add_argument("v2", help="Newer torch-neuronx version, e.g. 2.14.3.0.")
+    _add_format(diff)
+
+
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--format",
+        dest="fmt",
+        metavar="FORMAT",
+        default="text",
+        help="text (rich, the default) or json.",
+    )
 
 
 def _console() -> Console:
@@ -54,7 +79,7 @@ def _check_format(fmt: str) -> str:
 
 
 def _emit_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, sort_keys=False))
+    print(json.dumps(data, indent=2, sort_keys=False))
 
 
 def _styled(status: str) -> str:
@@ -64,13 +89,13 @@ def _styled(status: str) -> str:
 # --- list -------------------------------------------------------------------------------------
 
 
-def matrix_list(fmt: str = FormatOption) -> None:
+def matrix_list(args: argparse.Namespace) -> int:
     """List the bundled matrix versions, their torch pairing and evidence."""
     from rich.table import Table
 
     from neuron_migrate.matrix import available_versions, load_matrix
 
-    _check_format(fmt)
+    fmt = _check_format(args.fmt)
     rows: list[dict[str, Any]] = []
     for version in available_versions():
         m = load_matrix(version)
@@ -86,7 +111,7 @@ def matrix_list(fmt: str = FormatOption) -> None:
         )
     if fmt == "json":
         _emit_json({"versions": rows})
-        return
+        return 0
     table = Table(title="TorchNeuron compatibility matrices", title_justify="left")
     table.add_column("torch-neuronx")
     table.add_column("torch")
@@ -109,27 +134,19 @@ def matrix_list(fmt: str = FormatOption) -> None:
     for row in rows:
         console.print(f"[bold]{row['version']}[/]: {row['summary']}")
         console.print(f"  evidence: {', '.join(row['evidence'])}")
+    return 0
 
 
 # --- show -------------------------------------------------------------------------------------
 
 
-def matrix_show(
-    name: str = typer.Argument(
-        ...,
-        help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
-    ),
-    target: list[str] = typer.Option(
-        [], "--target", "-t", help="Only these versions (repeatable); default: all."
-    ),
-    fmt: str = FormatOption,
-) -> None:
+def matrix_show(args: argparse.Namespace) -> int:
     """Status of an aten op or a Python API in each matrix version, with its source."""
     from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
     from neuron_migrate.matrix.query import describe_name
 
-    _check_format(fmt)
-    versions = [resolve_version(v) for v in target] or available_versions()
+    name, fmt = args.name, _check_format(args.fmt)
+    versions = [resolve_version(v) for v in args.target] or available_versions()
     reports = [describe_name(name, load_matrix(v), _api_map_for(load_matrix(v))) for v in versions]
     if all(r.kind == "unknown" for r in reports):
         raise UsageError(
@@ -138,10 +155,11 @@ def matrix_show(
         )
     if fmt == "json":
         _emit_json({"name": name, "versions": [asdict(r) for r in reports]})
-        return
+        return 0
     console = _console()
     for report in reports:
         _print_report(console, report)
+    return 0
 
 
 def _api_map_for(m: Matrix) -> ApiMap | None:
@@ -180,27 +198,23 @@ def _print_report(console: Console, r: NameReport) -> None:
 # --- diff -------------------------------------------------------------------------------------
 
 
-def matrix_diff(
-    v1: str = typer.Argument(..., help="Older torch-neuronx version, e.g. 2.13.3.0."),
-    v2: str = typer.Argument(..., help="Newer torch-neuronx version, e.g. 2.14.3.0."),
-    fmt: str = FormatOption,
-) -> None:
+def matrix_diff(args: argparse.Namespace) -> int:
     """What differs between two matrix versions: op statuses, listings and rules."""
     from rich.table import Table
 
     from neuron_migrate.matrix import diff_matrices, load_matrix, resolve_version
 
-    _check_format(fmt)
-    a, b = load_matrix(resolve_version(v1)), load_matrix(resolve_version(v2))
+    fmt = _check_format(args.fmt)
+    a, b = load_matrix(resolve_version(args.v1)), load_matrix(resolve_version(args.v2))
     diff = diff_matrices(a, b)
     if fmt == "json":
         _emit_json(diff.to_dict())
-        return
+        return 0
     console = _console()
     console.print(f"[bold]matrix diff {a.version} -> {b.version}[/]")
     if diff.is_empty:
         console.print("No differences.")
-        return
+        return 0
     if diff.rules:
         table = Table(title="Rules", title_justify="left")
         for col in ("section", "key", a.version, b.version):
@@ -223,3 +237,4 @@ def matrix_diff(
         console.print(table)
     if not (diff.changed or diff.added or diff.removed):
         console.print("No op status differences.")
+    return 0

@@ -2,42 +2,45 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
-
-from neuron_migrate.errors import UsageError
+from neuron_migrate.cli.commands import (
+    add_command,
+    add_group,
+    add_repeatable,
+    add_report_options,
+    checked_format,
+    split_values,
+)
 from neuron_migrate.report.formats import FORMATS
 
-report_app = typer.Typer(help="Work with saved JSON reports.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from neuron_migrate.cli.commands import Commands
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(report_app, name="report")
-
-
-@report_app.command(name="merge")
-def merge(
-    reports: list[Path] = typer.Argument(..., help="JSON reports (`scan --format json`)."),
-    output_format: str = typer.Option(
-        "terminal", "--format", "-f", help=f"Report format: {', '.join(FORMATS)}."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
-    fail_on: list[str] = typer.Option(
-        [],
+def register(commands: Commands) -> None:
+    group = add_group(commands, "report", "Work with saved JSON reports.")
+    parser = add_command(group, "merge", merge)
+    parser.add_argument(
+        "reports", type=Path, nargs="+", help="JSON reports (`scan --format json`)."
+    )
+    add_report_options(parser, FORMATS)
+    add_repeatable(
+        parser,
         "--fail-on",
         help="Gate the merged report on these statuses (default: what the reports recorded).",
-    ),
-    show_native: bool = typer.Option(False, "--show-native", help="List native op uses too."),
-) -> None:
+    )
+    parser.add_argument("--show-native", action="store_true", help="List native op uses too.")
+
+
+def merge(args: argparse.Namespace) -> int:
     """Combine shard reports into one, in any format, with the gate applied to the whole."""
-    from neuron_migrate.cli.scan import emit_report, exit_with, split_values
+    from neuron_migrate.cli.scan import emit_report
     from neuron_migrate.report.load import load_report, merge_reports
 
-    if output_format not in FORMATS:
-        raise UsageError(
-            f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}"
-        )
-    merged = merge_reports([load_report(p) for p in reports], split_values(fail_on))
-    emit_report(merged, output_format, output, show_native=show_native)
-    exit_with(0 if merged.passed else 1)
+    checked_format(args.output_format, FORMATS)
+    merged = merge_reports([load_report(p) for p in args.reports], split_values(args.fail_on))
+    emit_report(merged, args.output_format, args.output, show_native=args.show_native)
+    return 0 if merged.passed else 1

@@ -7,24 +7,22 @@ stdout. Files are rewritten in a process pool (`--jobs`); the output keeps the i
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
+from neuron_migrate.cli.commands import add_command
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:
+    from neuron_migrate.cli.commands import Commands
     from neuron_migrate.rewriter import RewriteSummary
 
 
-class RewriteFormat(str, Enum):
-    diff = "diff"
-    json = "json"
+FORMATS = ("diff", "json")
 
 
 def _colour_diff(text: str) -> str:
@@ -60,23 +58,43 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
         err.print(f"  {code}: {parts}", highlight=False)
 
 
-def rewrite(
-    path: Path = typer.Argument(..., help="a file or a folder of Python code"),
-    apply: bool = typer.Option(False, "--apply", help="write the changes in place (atomically)"),
-    out_dir: Path | None = typer.Option(
-        None, "--out-dir", help="write a migrated copy of the whole tree to DIR"
-    ),
-    check: bool = typer.Option(False, "--check", help="exit 1 if any file would change"),
-    unsafe_fixes: bool = typer.Option(
-        False, "--unsafe-fixes", help="also apply rewrites marked unsafe (see `rules list`)"
-    ),
-    format: RewriteFormat = typer.Option(RewriteFormat.diff, "--format", "-f", help="diff or json"),
-    exclude: list[str] = typer.Option([], "--exclude", help="glob of paths to skip (repeatable)"),
-    jobs: int | None = typer.Option(
-        None, "--jobs", "-j", help="worker processes (default: all cores; 1: no pool)"
-    ),
-) -> None:
+def register(commands: Commands) -> None:
+    parser = add_command(commands, "rewrite", rewrite)
+    parser.add_argument("path", type=Path, help="a file or a folder of Python code")
+    parser.add_argument(
+        "--apply", action="store_true", help="write the changes in place (atomically)"
+    )
+    parser.add_argument(
+        "--out-dir", type=Path, metavar="DIR", help="write a migrated copy of the whole tree to DIR"
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 if any file would change")
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply rewrites marked unsafe (see `rules list`)",
+    )
+    parser.add_argument(
+        "-f", "--format", choices=FORMATS, default="diff", help="diff (default) or json"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="glob of paths to skip (repeatable)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        metavar="N",
+        type=int,
+        help="worker processes (default: all cores; 1: no pool)",
+    )
+
+
+def rewrite(args: argparse.Namespace) -> int:
     """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""
+    path, apply, out_dir, check, jobs = args.path, args.apply, args.out_dir, args.check, args.jobs
     if apply and out_dir is not None:
         raise UsageError("--apply and --out-dir are exclusive: in place, or a copy")
     if check and (apply or out_dir is not None):
@@ -107,9 +125,9 @@ def rewrite(
         copy_tree(root, out_dir)
     workers = jobs if jobs is not None else default_jobs()
     # Printing a diff: each one is made in the worker that rewrote the file.
-    diffs = not apply and out_dir is None and format is RewriteFormat.diff
+    diffs = not apply and out_dir is None and args.format == "diff"
     files = rewrite_tree(
-        root, unsafe=unsafe_fixes, exclude=tuple(exclude), jobs=workers, diffs=diffs
+        root, unsafe=args.unsafe_fixes, exclude=tuple(args.exclude), jobs=workers, diffs=diffs
     )
     for result in files:
         summary.add(result)
@@ -122,18 +140,13 @@ def rewrite(
         elif out_dir is not None:
             target = out_dir / result.display if root.is_dir() else out_dir / root.name
             write_atomically(str(target), result.encoded())
-        elif format is RewriteFormat.diff:
+        elif args.format == "diff":
             diff = result.diff()
             sys.stdout.write(_colour_diff(diff) if colour else diff)
-    if format is RewriteFormat.json:
-        typer.echo(json.dumps(report_json(results, summary), indent=2))
+    if args.format == "json":
+        print(json.dumps(report_json(results, summary), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
     if summary.internal_errors:
-        raise typer.Exit(2)
-    if check and summary.changed:
-        raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("rewrite")(rewrite)
+        return 2
+    return 1 if check and summary.changed else 0

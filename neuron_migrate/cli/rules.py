@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-from enum import Enum
 from typing import TYPE_CHECKING
 
-import typer
-
+from neuron_migrate.cli.commands import add_command, add_group
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:  # the rules and rich load when a rules command runs
+    from neuron_migrate.cli.commands import Commands
     from neuron_migrate.ruleset import Rule
-
-
-class ListFormat(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def _rule_json(rule: Rule) -> dict[str, object]:
@@ -32,9 +27,7 @@ def _rule_json(rule: Rule) -> dict[str, object]:
     }
 
 
-def list_rules(
-    format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json"),
-) -> None:
+def list_rules(args: argparse.Namespace) -> int:
     """List every rule: code, name, fix safety and summary."""
     from rich.console import Console
     from rich.table import Table
@@ -42,9 +35,9 @@ def list_rules(
     from neuron_migrate.ruleset import load_ruleset
 
     rules = load_ruleset().rules
-    if format is ListFormat.json:
-        typer.echo(json.dumps([_rule_json(rule) for rule in rules], indent=2))
-        return
+    if args.format == "json":
+        print(json.dumps([_rule_json(rule) for rule in rules], indent=2))
+        return 0
     table = Table(show_lines=False, pad_edge=False)
     table.add_column("code", no_wrap=True)
     table.add_column("name", no_wrap=True)
@@ -53,6 +46,7 @@ def list_rules(
     for rule in rules:
         table.add_row(rule.code, rule.name, rule.fix_safety, rule.summary)
     Console().print(table)
+    return 0
 
 
 def _explain_markdown(rule: Rule) -> str:
@@ -77,7 +71,7 @@ def _explain_markdown(rule: Rule) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain(code: str = typer.Argument(..., help="a rule code such as NM104")) -> None:
+def explain(args: argparse.Namespace) -> int:
     """Explain one rule: what it matches, why, an example, what to use instead, fix safety."""
     from rich.console import Console
     from rich.markdown import Markdown
@@ -85,14 +79,17 @@ def explain(code: str = typer.Argument(..., help="a rule code such as NM104")) -
     from neuron_migrate.ruleset import load_ruleset
 
     try:
-        rule = load_ruleset().get(code)
+        rule = load_ruleset().get(args.code)
     except KeyError:
-        raise UsageError(f"no rule {code!r}; see `neuron-migrate rules list`") from None
+        raise UsageError(f"no rule {args.code!r}; see `neuron-migrate rules list`") from None
     Console().print(Markdown(_explain_markdown(rule)))
+    return 0
 
 
-def register(app: typer.Typer) -> None:
-    rules_app = typer.Typer(help="The rewrite and lint rules.", no_args_is_help=True)
-    rules_app.command("list")(list_rules)
-    rules_app.command("explain")(explain)
-    app.add_typer(rules_app, name="rules")
+def register(commands: Commands) -> None:
+    group = add_group(commands, "rules", "The rewrite and lint rules.")
+    listing = add_command(group, "list", list_rules)
+    listing.add_argument(
+        "-f", "--format", choices=("table", "json"), default="table", help="table (default) or json"
+    )
+    add_command(group, "explain", explain).add_argument("code", help="a rule code such as NM104")

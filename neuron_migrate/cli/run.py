@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
+from neuron_migrate.cli.commands import add_command
 
-
-def register(app: typer.Typer) -> None:
-    app.command(
-        name="run",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    )(run)
+if TYPE_CHECKING:
+    from neuron_migrate.cli.commands import Commands
 
 
-def run(
-    ctx: typer.Context,
-    target: str | None = typer.Option(
-        None, "--target", "-t", help="torch-neuronx version to simulate (default: newest)."
-    ),
-    trace: Path | None = typer.Option(
-        None, "--trace", help="Write the merged run trace (JSON) here."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr."),
-) -> None:
+def register(commands: Commands) -> None:
+    parser = add_command(commands, "run", run)
+    parser.usage = "%(prog)s [-h] [-t VERSION] [--trace FILE] [-q] [--] CMD ..."
+    parser.add_argument(
+        "-t",
+        "--target",
+        metavar="VERSION",
+        help="torch-neuronx version to simulate (default: newest).",
+    )
+    parser.add_argument(
+        "--trace", metavar="FILE", type=Path, help="Write the merged run trace (JSON) here."
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="No summary on stderr.")
+    # Everything from the first argument that is not one of the options above is the command,
+    # its own options included; a `--` before it is optional.
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="The command to run.")
+
+
+def command_after_dashes(words: list[str]) -> list[str]:
+    return words[1:] if words[:1] == ["--"] else words
+
+
+def run(args: argparse.Namespace) -> int:
     """Run a command on a simulated `neuron` device: `run [OPTIONS] -- CMD ...`.
 
     CMD is a Python script, `python -m module`, `pytest ...` or `torchrun ... script.py`. Every
@@ -34,12 +45,12 @@ def run(
     """
     from neuron_migrate import runner  # subprocess and tempfile load only for `run`
 
-    result = runner.run(list(ctx.args), target)
-    if trace is not None:
-        runner.write_trace(result.trace, trace)
-    if not quiet:
+    result = runner.run(command_after_dashes(args.command), args.target)
+    if args.trace is not None:
+        runner.write_trace(result.trace, args.trace)
+    if not args.quiet:
         lines = runner.summary_lines(result.trace)
-        if trace is not None:
-            lines.append(f"  trace written to {trace}")
+        if args.trace is not None:
+            lines.append(f"  trace written to {args.trace}")
         print("\n".join(lines), file=sys.stderr)
-    raise typer.Exit(result.exit_code)
+    return result.exit_code

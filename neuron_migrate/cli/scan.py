@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
+from neuron_migrate.cli.commands import (
+    REPEATABLE,
+    add_command,
+    add_repeatable,
+    add_report_options,
+    checked_format,
+    split_values,
+)
 from neuron_migrate.errors import UsageError
 from neuron_migrate.report.formats import FORMATS
 
@@ -18,128 +25,138 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from neuron_migrate.api import ScanReport
-
-OPTIONS_HELP = "Repeatable or comma-separated."
-
-
-def register(app: typer.Typer) -> None:
-    app.command(name="scan")(scan)
+    from neuron_migrate.cli.commands import Commands
 
 
-def split_values(values: list[str]) -> tuple[str, ...]:
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
-def scan(
-    path: Path = typer.Argument(..., help="A file or folder to scan. Nothing is executed."),
-    target: str | None = typer.Option(
-        None, "--target", "-t", help="torch-neuronx version to check against (default: newest)."
-    ),
-    output_format: str = typer.Option(
-        "terminal", "--format", "-f", help=f"Report format: {', '.join(FORMATS)}."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
-    fail_on: list[str] = typer.Option(
-        [],
+def register(commands: Commands) -> None:
+    parser = add_command(commands, "scan", scan)
+    parser.add_argument("path", type=Path, help="A file or folder to scan. Nothing is executed.")
+    parser.add_argument(
+        "-t",
+        "--target",
+        metavar="VERSION",
+        help="torch-neuronx version to check against (default: newest).",
+    )
+    add_report_options(parser, FORMATS)
+    add_repeatable(
+        parser,
         "--fail-on",
         help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
-        + OPTIONS_HELP,
-    ),
-    select: list[str] = typer.Option(
-        [],
+        + REPEATABLE,
+    )
+    add_repeatable(
+        parser,
         "--select",
-        help="Report only these rule codes or prefixes (NM1, NM902). " + OPTIONS_HELP,
-    ),
-    ignore: list[str] = typer.Option(
-        [], "--ignore", help="Never report these rule codes or prefixes. " + OPTIONS_HELP
-    ),
-    baseline: Path | None = typer.Option(
-        None, "--baseline", help="Fail only on findings not recorded in this baseline file."
-    ),
-    write_baseline: Path | None = typer.Option(
-        None, "--write-baseline", help="Record today's findings in this baseline file."
-    ),
-    changed_since: str | None = typer.Option(
-        None, "--changed-since", help="Scan only files changed since this git ref."
-    ),
-    shard: str | None = typer.Option(
-        None, "--shard", help="Scan shard I of N (e.g. 2/4); merge with `report merge`."
-    ),
-    config: Path | None = typer.Option(
-        None, "--config", help="Read [tool.neuron-migrate] from this pyproject.toml."
-    ),
-    no_config: bool = typer.Option(False, "--no-config", help="Ignore pyproject.toml."),
-    jobs: int | None = typer.Option(
-        None, "--jobs", "-j", help="Worker processes (default: all cores)."
-    ),
-    no_cache: bool = typer.Option(
-        False, "--no-cache", help="Do not read or write the result cache."
-    ),
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Where the result cache lives."
-    ),
-    exclude: list[str] = typer.Option(
-        [],
+        help="Report only these rule codes or prefixes (NM1, NM902). " + REPEATABLE,
+    )
+    add_repeatable(
+        parser, "--ignore", help="Never report these rule codes or prefixes. " + REPEATABLE
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        type=Path,
+        help="Fail only on findings not recorded in this baseline file.",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        type=Path,
+        help="Record today's findings in this baseline file.",
+    )
+    parser.add_argument(
+        "--changed-since", metavar="REF", help="Scan only files changed since this git ref."
+    )
+    parser.add_argument(
+        "--shard", metavar="I/N", help="Scan shard I of N (e.g. 2/4); merge with `report merge`."
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="Read [tool.neuron-migrate] from this pyproject.toml.",
+    )
+    parser.add_argument("--no-config", action="store_true", help="Ignore pyproject.toml.")
+    parser.add_argument(
+        "-j", "--jobs", metavar="N", type=int, help="Worker processes (default: all cores)."
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="Do not read or write the result cache."
+    )
+    parser.add_argument(
+        "--cache-dir", metavar="DIR", type=Path, help="Where the result cache lives."
+    )
+    parser.add_argument(
         "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
         help="Glob of paths to skip, relative to PATH (repeatable; adds to the config's).",
-    ),
-    max_file_size: float = typer.Option(
-        2.0, "--max-file-size", help="Skip files larger than this many MB."
-    ),
-    show_native: bool = typer.Option(False, "--show-native", help="List native op uses too."),
-    progress: bool | None = typer.Option(
-        None, "--progress/--no-progress", help="Progress bar on stderr (default: when a terminal)."
-    ),
-) -> None:
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=float,
+        default=2.0,
+        metavar="MB",
+        help="Skip files larger than this many MB (default: 2).",
+    )
+    parser.add_argument("--show-native", action="store_true", help="List native op uses too.")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="Progress bar on stderr (default: when a terminal).",
+    )
+
+
+def scan(args: argparse.Namespace) -> int:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
     from neuron_migrate.baseline import load_baseline
     from neuron_migrate.baseline import write_baseline as save_baseline
     from neuron_migrate.config import resolve_config, with_baseline_path
 
-    if output_format not in FORMATS:
-        raise UsageError(
-            f"--format: unknown format {output_format!r}; choose from {', '.join(FORMATS)}"
-        )
-    if jobs is not None and jobs < 1:
+    path: Path = args.path
+    checked_format(args.output_format, FORMATS)
+    if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     shard_spec = None
-    if shard is not None:
+    if args.shard is not None:
         from neuron_migrate.shard import parse_shard
 
-        shard_spec = parse_shard(shard)
+        shard_spec = parse_shard(args.shard)
     if not path.exists() and not path.is_symlink():
         raise UsageError(f"no such file or directory: {path}")
-    settings = with_baseline_path(resolve_config(path, config, isolated=no_config))
-    baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
+    settings = with_baseline_path(resolve_config(path, args.config, isolated=args.no_config))
+    baseline_path = args.baseline or (Path(settings.baseline) if settings.baseline else None)
+    write_baseline = args.write_baseline
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
 
     from neuron_migrate import api  # the engine loads only when a scan runs
 
     # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
-    show_progress = sys.stderr.isatty() if progress is None else progress
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     with _progress_bar(show_progress) as on_progress:
         report = api.scan(
             path,
-            target=target,
-            fail_on=split_values(fail_on),
-            jobs=jobs,
-            use_cache=not no_cache,
-            cache_dir=cache_dir,
-            exclude=tuple(exclude),
-            max_bytes=int(max_file_size * 1024 * 1024),
+            target=args.target,
+            fail_on=split_values(args.fail_on),
+            jobs=args.jobs,
+            use_cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            exclude=tuple(args.exclude),
+            max_bytes=int(args.max_file_size * 1024 * 1024),
             on_progress=on_progress,
             config=settings,
-            select=split_values(select),
-            ignore=split_values(ignore),
+            select=split_values(args.select),
+            ignore=split_values(args.ignore),
             baseline=known,
-            changed_since=changed_since,
+            changed_since=args.changed_since,
             shard=shard_spec,
         )
     if write_baseline is not None:
         report.baseline = save_baseline(write_baseline, report.findings, report.target)
         _stderr().print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
-    emit_report(report, output_format, output, show_native=show_native)
-    exit_with(0 if report.passed else 1)
+    emit_report(report, args.output_format, args.output, show_native=args.show_native)
+    return 0 if report.passed else 1
 
 
 @contextmanager
@@ -168,13 +185,6 @@ def _stderr() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)
-
-
-def exit_with(code: int) -> None:
-    """Exit with the gate's verdict. `sys.exit`, not `typer.Exit`: the entry point runs the app
-    with standalone_mode=False, where click returns an Exit's code instead of exiting."""
-    sys.stdout.flush()
-    sys.exit(code)
 
 
 def emit_report(

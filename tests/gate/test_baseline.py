@@ -10,7 +10,7 @@ import pytest
 
 from neuron_migrate.baseline import load_baseline
 from neuron_migrate.errors import DataFileError
-from tests.gate.cli import invoke
+from tests.cli import invoke
 
 LEGACY = """import torch_xla.core.xla_model as xm
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.shard import in_shard, parse_shard, shard_of
-from tests.gate.cli import invoke
+from tests.cli import invoke
 
 XLA = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\n"
 UNSUPPORTED = "import torch\n\nn = torch.distributions.Normal(0.0, 1.0)\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from neuron_migrate.findings import Finding
 from neuron_migrate.suppressions import apply_suppressions, parse_suppressions
-from tests.gate.cli import invoke
+from tests.cli import invoke
 
 SOURCE = """import torch
 import torch_xla.core.xla_model as xm

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.report.formats import FORMATS, render
-from tests.gate.cli import invoke
+from tests.cli import invoke
 from tests.report.sample import sample_report
 
 SOURCE = """import torch

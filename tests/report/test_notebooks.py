@@ -15,7 +15,7 @@ from neuron_migrate.notebook import (
     join_notebook,
     split_notebook,
 )
-from tests.gate.cli import invoke
+from tests.cli import invoke
 
 
 def _cell(kind: str, source: str, **extra: object) -> dict:

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from neuron_migrate.report.sarif import FINGERPRINT_KEY, UNUSED_RULE, sarif_log
+from tests.cli import invoke
 from tests.conftest import FIXTURES
-from tests.gate.cli import invoke
 from tests.report.sample import sample_report
 
 BUNDLED_SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"

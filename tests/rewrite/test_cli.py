@@ -8,16 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from neuron_migrate.cli import app
+from tests.cli import invoke
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
-runner = CliRunner()
 
 
 def run(*args: str):
-    return runner.invoke(app, ["rewrite", *args], catch_exceptions=False)
+    return invoke(["rewrite", *args])
 
 
 @pytest.fixture
@@ -121,7 +119,6 @@ def test_unsafe_fixes_apply_only_on_request(tmp_path):
 
 
 def test_apply_and_out_dir_together_is_a_usage_error(project, tmp_path):
-    result = runner.invoke(
-        app, ["rewrite", str(project), "--apply", "--out-dir", str(tmp_path / "o")]
-    )
-    assert result.exit_code != 0
+    result = run(str(project), "--apply", "--out-dir", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert "--apply and --out-dir are exclusive" in result.stderr

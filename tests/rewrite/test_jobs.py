@@ -7,15 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from neuron_migrate import rewriter
-from neuron_migrate.cli import app
-from neuron_migrate.errors import UsageError
 from neuron_migrate.rewriter import rewrite_tree
+from tests.cli import invoke
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -68,8 +65,8 @@ def test_diffs_are_made_where_files_are_rewritten(project):
 
 
 def test_cli_output_does_not_depend_on_jobs(project):
-    single = runner.invoke(app, ["rewrite", str(project), "--jobs", "1"], catch_exceptions=False)
-    pooled = runner.invoke(app, ["rewrite", str(project), "--jobs", "4"], catch_exceptions=False)
+    single = invoke(["rewrite", str(project), "--jobs", "1"])
+    pooled = invoke(["rewrite", str(project), "--jobs", "4"])
     assert single.exit_code == pooled.exit_code == 0
     assert "+++ b/pkg/ddp_spawn.py" in single.stdout
     assert pooled.stdout == single.stdout
@@ -78,22 +75,22 @@ def test_cli_output_does_not_depend_on_jobs(project):
 
 def test_cli_json_does_not_depend_on_jobs(project):
     args = ["rewrite", str(project), "--format", "json"]
-    single = runner.invoke(app, [*args, "-j", "1"], catch_exceptions=False)
-    pooled = runner.invoke(app, [*args, "-j", "2"], catch_exceptions=False)
+    single = invoke([*args, "-j", "1"])
+    pooled = invoke([*args, "-j", "2"])
     assert pooled.stdout == single.stdout
 
 
 def test_apply_with_a_pool_writes_what_one_process_writes(project, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(project, copy)
-    runner.invoke(app, ["rewrite", str(project), "--apply", "-j", "1"], catch_exceptions=False)
-    runner.invoke(app, ["rewrite", str(copy), "--apply", "-j", "3"], catch_exceptions=False)
+    invoke(["rewrite", str(project), "--apply", "-j", "1"])
+    invoke(["rewrite", str(copy), "--apply", "-j", "3"])
     for path in project.rglob("*.py"):
         assert (copy / path.relative_to(project)).read_bytes() == path.read_bytes()
     assert "torch_xla" not in (copy / "pkg" / "single_device.py").read_text()
 
 
 def test_jobs_below_one_is_a_usage_error(project):
-    result = runner.invoke(app, ["rewrite", str(project), "--jobs", "0"])
-    assert isinstance(result.exception, UsageError)
-    assert "--jobs must be at least 1" in str(result.exception)
+    result = invoke(["rewrite", str(project), "--jobs", "0"])
+    assert result.exit_code == 2
+    assert "--jobs must be at least 1" in result.stderr

@@ -7,10 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from neuron_migrate import api
-from neuron_migrate.cli import app
+from tests.cli import invoke
 
 GOOD = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
 
@@ -59,12 +58,12 @@ def test_permission_denied_is_reported(tmp_path: Path) -> None:
 
 
 def test_cli_json_on_bad_tree_has_no_traceback(bad_tree: Path) -> None:
-    result = CliRunner().invoke(app, ["scan", str(bad_tree), "--format", "json", "--no-cache"])
+    result = invoke(["scan", str(bad_tree), "--format", "json", "--no-cache"])
     # The findings left are torch_xla uses, not unsupported ops: the default gate passes.
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     assert len(payload["errors"]) == 6
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
+from typing import NamedTuple
 
 from neuron_migrate.cli import main
 
 
-def invoke(args: list[str]) -> tuple[int, str, str]:
+class Result(NamedTuple):
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def invoke(args: list[str]) -> Result:
     out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["neuron-migrate", *args]
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
+            main(args)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
+    return Result(code, out.getvalue(), err.getvalue())

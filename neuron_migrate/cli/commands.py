@@ -1,0 +1,75 @@
+"""How a command module adds its commands to the parser, and the option types they share."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from neuron_migrate.errors import UsageError
+
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+# A command: the parsed options in, the exit code out.
+Handler = Callable[[argparse.Namespace], int]
+
+REPEATABLE = "Repeatable or comma-separated."
+
+
+def _docstring(handler: Handler) -> str:
+    """`inspect.cleandoc` without importing inspect (several ms at every start)."""
+    lines = (handler.__doc__ or "").strip().splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join([lines[0], *(line[cut:] for line in lines[1:])]) if lines else ""
+
+
+def add_command(commands: Commands, name: str, handler: Handler) -> argparse.ArgumentParser:
+    """A command whose help is its handler's docstring: the first line in the list of
+    commands, all of it under `COMMAND --help`."""
+    doc = _docstring(handler)
+    parser = commands.add_parser(
+        name,
+        help=doc.split("\n", 1)[0],
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_group(commands: Commands, name: str, summary: str) -> Commands:
+    """A command group (`matrix list`, `rules explain`); run bare, it prints its help."""
+    parser = commands.add_parser(name, help=summary, description=summary)
+    parser.set_defaults(group_parser=parser)
+    return parser.add_subparsers(title="commands", metavar="COMMAND")
+
+
+def add_repeatable(parser: argparse.ArgumentParser, *flags: str, help: str) -> None:
+    """An option given any number of times, each value possibly comma-separated."""
+    parser.add_argument(*flags, action="append", default=[], metavar="VALUE", help=help)
+
+
+def add_report_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """`-f/--format` (checked by `checked_format`, which names the choices) and `-o/--output`."""
+    parser.add_argument(
+        "-f",
+        "--format",
+        dest="output_format",
+        metavar="FORMAT",
+        default=formats[0],
+        help=f"Report format: {', '.join(formats)} (default: {formats[0]}).",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", type=Path, help="Write the report here.")
+
+
+def checked_format(value: str, formats: tuple[str, ...]) -> str:
+    if value not in formats:
+        raise UsageError(f"--format: unknown format {value!r}; choose from {', '.join(formats)}")
+    return value
+
+
+def split_values(values: list[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())

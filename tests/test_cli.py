@@ -1,0 +1,103 @@
+"""The command line's own parsing: commands that carry another command, groups, streams."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.cli import parse
+from neuron_migrate.cli.run import command_after_dashes
+from tests.cli import invoke
+
+
+def test_run_passes_the_command_with_its_own_options_through() -> None:
+    args = parse(["run", "-q", "--trace", "t.json", "python", "train.py", "--trace", "x", "-q"])
+    assert args.quiet and args.trace == Path("t.json")
+    assert command_after_dashes(args.command) == ["python", "train.py", "--trace", "x", "-q"]
+
+
+def test_run_drops_one_leading_double_dash_only() -> None:
+    args = parse(["run", "--", "torchrun", "--nproc-per-node", "2", "ddp.py", "--", "a"])
+    assert command_after_dashes(args.command) == [
+        "torchrun",
+        "--nproc-per-node",
+        "2",
+        "ddp.py",
+        "--",
+        "a",
+    ]
+
+
+def test_verify_takes_options_after_path_and_the_command_after_dashes() -> None:
+    args = parse(
+        [
+            "verify",
+            "src",
+            "-f",
+            "json",
+            "--fail-on",
+            "fallback",
+            "--",
+            "python",
+            "-m",
+            "m",
+            "-f",
+            "x",
+        ]
+    )
+    assert args.path == Path("src") and args.output_format == "json"
+    assert args.fail_on == ["fallback"]
+    assert args.command == ["python", "-m", "m", "-f", "x"]
+
+
+def test_verify_without_a_command_is_a_usage_error(tmp_path: Path) -> None:
+    result = invoke(["verify", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "give the command to run after `--`" in result.stderr
+
+
+def test_repeatable_options_collect_every_value() -> None:
+    args = parse(["scan", ".", "--select", "NM1,NM9", "--select", "NM2", "--exclude", "a/*"])
+    assert args.select == ["NM1,NM9", "NM2"] and args.exclude == ["a/*"]
+    assert args.progress is None
+    assert parse(["scan", ".", "--no-progress"]).progress is False
+
+
+@pytest.mark.parametrize("words", [[], ["matrix"], ["rules"], ["report"]])
+def test_a_missing_command_prints_help_and_exits_2(words: list[str]) -> None:
+    result = invoke(words)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("usage: neuron-migrate") and result.stdout == ""
+
+
+def test_unknown_option_and_bad_number_exit_2() -> None:
+    assert invoke(["scan", ".", "--no-such-option"]).exit_code == 2
+    bad = invoke(["scan", ".", "--jobs", "many"])
+    assert bad.exit_code == 2 and "invalid int value: 'many'" in bad.stderr
+
+
+def test_version() -> None:
+    from neuron_migrate import __version__
+
+    result = invoke(["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == __version__
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
+    body = "import torch\n\n" + "torch.sort(torch.ones(3))\n" * 400
+    for n in range(40):  # a report of several MB: far more than a pipe holds
+        (tmp_path / f"m{n}.py").write_text(body)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neuron_migrate", "scan", str(tmp_path), "-f", "json", "--no-cache"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()  # as `| head -c 1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
