@@ -3,19 +3,23 @@
 The key covers everything a result depends on: the file's bytes and display path, the tool
 version, and a digest of the rules, the matrix and the API map in use. The value is the
 file's `ScannedFile`, report rows included, so a re-scan neither analyses nor encodes it
-again. One SQLite file; only the main process reads and writes it.
+again. One SQLite file, and the segment files of report rows beside it; only the main
+process of a scan reads and writes them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import sqlite3
+import time
 from dataclasses import fields
 from pathlib import Path
 
-from neuron_migrate.file_findings import FileFindings
+from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings
+from neuron_migrate.row_store import Segment, StoredBytes
 from neuron_migrate.scanned import ScannedFile
 
 
@@ -36,26 +40,49 @@ def file_key(config_digest: str, display: str, data: bytes) -> str:
 # SQLite's limit on the parameters of one statement is 999 in older builds.
 _MAX_QUERY_KEYS = 900
 # Named by the layout of its entries: another layout is another file, never misread.
-_DB_NAME = "scan-results-v5.sqlite"
+_DB_NAME = "scan-results-v6.sqlite"
+_SEGMENT_GLOB = "rows-*.bin"
+_SEPARATOR = len(ROW_SEPARATOR)  # after each entry's rows in a segment
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+# Every flush writes a segment; past this many, the next scan that wrote one merges them all.
+MAX_SEGMENTS = 32
+# A segment file no entry names (its writer died before committing, or a reader on Windows
+# held it open while it was merged away) is deleted once this old: until then, it may be
+# a segment another scan is about to commit.
+_ORPHAN_AGE_S = 3600.0
 
 
 class ResultCache:
     """Each entry: the file's `ScannedFile` as pickled tuples, without its report rows, and
-    the rows (tens of MB over a large tree) in a column of their own, so a re-scan reads them
-    once, through a memory map, instead of copying them out of a pickle as well."""
+    where the rows are: in a segment file beside the database (`neuron_migrate.row_store`),
+    from which the report copies them without reading them into the process. In a segment,
+    every entry's rows are followed by ROW_SEPARATOR, what the JSON report writes between two
+    files' rows: files whose rows lie one after the other are copied as one range.
+
+    Concurrent scans may share a cache: segments are immutable once their entries are
+    committed, written before that by their one writer, and merged (and deleted) under the
+    database's write lock."""
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory: Path | None = directory
+        self._folder = directory
         self._db = sqlite3.connect(directory / _DB_NAME)
         self._db.execute("PRAGMA mmap_size = 1073741824")
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB, rows BLOB)"
+            "CREATE TABLE IF NOT EXISTS results"
+            " (key TEXT PRIMARY KEY, meta BLOB, segment INTEGER, start INTEGER, length INTEGER)"
+        )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS segments"
+            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL)"
         )
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)"
         )
         self._pending: list[tuple[str, bytes, bytes]] = []
+        self._segments: dict[str, Segment | None] = {}  # opened by name; None: unreadable
+        self._wrote_segment = False
 
     def get(self, key: str) -> ScannedFile | None:
         return self.get_many([key]).get(key)
@@ -66,12 +93,32 @@ class ResultCache:
         for start in range(0, len(keys), _MAX_QUERY_KEYS):
             chunk = keys[start : start + _MAX_QUERY_KEYS]
             marks = ",".join("?" * len(chunk))
-            query = f"SELECT key, meta, rows FROM results WHERE key IN ({marks})"
-            for key, meta, rows in self._db.execute(query, chunk):
-                result = _joined(meta, rows)
+            query = (
+                "SELECT r.key, r.meta, s.name, r.start, r.length FROM results AS r"
+                f" LEFT JOIN segments AS s ON s.id = r.segment WHERE r.key IN ({marks})"
+            )
+            for key, meta, name, at, length in self._db.execute(query, chunk):
+                rows = self._rows(name, at, length)
+                result = None if rows is None else _joined(meta, rows)
                 if result is not None:
                     found[key] = result
         return found
+
+    def _rows(self, name: str | None, at: int, length: int) -> bytes | StoredBytes | None:
+        """An entry's rows; None when its segment is gone or shorter than it says."""
+        if not length:
+            return b""
+        if name is None:
+            return None
+        if name not in self._segments:
+            try:
+                self._segments[name] = Segment(self._folder / name)
+            except OSError:  # merged away by another scan since this one's query
+                self._segments[name] = None
+        segment = self._segments[name]
+        if segment is None or at + length + _SEPARATOR > segment.size:
+            return None
+        return StoredBytes(segment, at, length)
 
     def put(self, key: str, result: ScannedFile) -> None:
         meta, rows = _entry(result)
@@ -80,12 +127,23 @@ class ResultCache:
             self.flush()
 
     def flush(self) -> None:
-        if self._pending:
-            with self._db:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO results VALUES (?, ?, ?)", self._pending
-                )
-            self._pending.clear()
+        """Write the pending rows to a new segment, then commit the entries that name it."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        name = _write_segment(self._folder, [rows for _, _, rows in pending])
+        with self._db:
+            segment = None
+            if name is not None:
+                size = sum(len(rows) + _SEPARATOR for _, _, rows in pending if rows)
+                insert = "INSERT INTO segments (name, size) VALUES (?, ?)"
+                segment = self._db.execute(insert, (name, size)).lastrowid
+                self._wrote_segment = True
+            entries, at = [], 0
+            for key, meta, rows in pending:
+                entries.append((key, meta, segment if rows else None, at, len(rows)))
+                at += (len(rows) + _SEPARATOR) if rows else 0
+            self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", entries)
 
     def stat_index(self, name: str) -> bytes | None:
         """The records of a `neuron_migrate.stat_index.StatIndex`, if stored."""
@@ -99,15 +157,116 @@ class ResultCache:
 
     def close(self) -> None:
         self.flush()
+        if self._wrote_segment:
+            (count,) = self._db.execute("SELECT count(*) FROM segments").fetchone()
+            if count > MAX_SEGMENTS:
+                merge_segments(self._db, self._folder)
         self._db.close()
+
+
+def _write_segment(folder: Path, rows: list[bytes]) -> str | None:
+    """A new segment holding `rows` one after another, on disk before any entry names it;
+    None when there is nothing to hold."""
+    if not any(rows):
+        return None
+    name = f"rows-{os.urandom(8).hex()}.bin"
+    fd = os.open(folder / name, _NEW_FILE, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for piece in rows:
+                if piece:
+                    handle.write(piece)
+                    handle.write(ROW_SEPARATOR)
+            handle.flush()
+            os.fsync(handle.fileno())  # the commit that follows must not name lost bytes
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
+        raise
+    return name
+
+
+def merge_segments(db: sqlite3.Connection, folder: Path) -> None:
+    """Copy every entry's rows into one new segment and delete the old ones, under the write
+    lock. A scan reading the cache meanwhile opens the segments its query names while the
+    query runs, which the lock waits for; one that finds a segment gone analyses the file
+    again. Entries whose segment cannot be read are dropped."""
+    name = f"rows-{os.urandom(8).hex()}.bin"
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        merged = dict(db.execute("SELECT id, name FROM segments"))
+        entries = db.execute(
+            "SELECT rowid, segment, start, length FROM results"
+            " WHERE segment IS NOT NULL ORDER BY segment, start"
+        ).fetchall()
+        places, lost, size = _copy_rows(entries, merged, folder / name)
+        db.execute("DELETE FROM segments")
+        new = db.execute("INSERT INTO segments (name, size) VALUES (?, ?)", (name, size)).lastrowid
+        db.executemany(
+            "UPDATE results SET segment = ?, start = ? WHERE rowid = ?",
+            [(new, at, rowid) for rowid, at in places],
+        )
+        db.executemany("DELETE FROM results WHERE rowid = ?", [(rowid,) for rowid in lost])
+        db.commit()
+    except BaseException:
+        db.rollback()
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
+        raise
+    live = {found for (found,) in db.execute("SELECT name FROM segments")}
+    _delete_segments(folder, set(merged.values()) - live, live)
+
+
+def _copy_rows(
+    entries: list[tuple[int, int, int, int]], names: dict[int, str], target: Path
+) -> tuple[list[tuple[int, int]], list[int], int]:
+    """Copy the rows of `entries` (rowid, segment, start, length) into a new file `target`:
+    (rowid, new start) of those copied, the rowids of those whose segment is unreadable, and
+    the new file's size."""
+    places: list[tuple[int, int]] = []
+    lost: list[int] = []
+    opened: dict[int, Segment | None] = {}
+    at = 0
+    out = os.open(target, _NEW_FILE, 0o666)
+    try:
+        for rowid, segment, start, length in entries:
+            if segment not in opened:
+                try:
+                    opened[segment] = Segment(target.parent / names[segment])
+                except (OSError, KeyError):
+                    opened[segment] = None
+            source = opened[segment]
+            if source is None or start + length + _SEPARATOR > source.size:
+                lost.append(rowid)
+                continue
+            StoredBytes(source, start, length + _SEPARATOR).copy_to(out)
+            places.append((rowid, at))
+            at += length + _SEPARATOR
+        os.fsync(out)
+    finally:
+        os.close(out)
+    return places, lost, at
+
+
+def _delete_segments(folder: Path, merged: set[str], live: set[str]) -> None:
+    """The merged segments, and orphans old enough not to be another scan's next commit."""
+    now = time.time()
+    for path in folder.glob(_SEGMENT_GLOB):
+        if path.name in live:
+            continue
+        with contextlib.suppress(OSError):  # held open on Windows: a later merge deletes it
+            if path.name in merged or now - path.stat().st_mtime > _ORPHAN_AGE_S:
+                path.unlink()
 
 
 # An entry's meta is the result's fields as a tuple, and its findings' fields (less the rows) as
 # a tuple inside it: plain tuples load several times faster than pickled dataclasses, and a
 # re-scan loads one a file.
-_RESULT_FIELDS = tuple(f.name for f in fields(ScannedFile) if f.name != "from_cache")
+# All but `from_cache`, the last field, which a lookup sets.
+_RESULT_FIELDS = tuple(f.name for f in fields(ScannedFile))[:-1]
 _TABLE_FIELDS = tuple(f.name for f in fields(FileFindings) if f.name != "rows")
 _FINDINGS_AT = _RESULT_FIELDS.index("findings")
+_ROWS_AT = [f.name for f in fields(FileFindings)].index("rows")
 
 
 def _entry(result: ScannedFile) -> tuple[bytes, bytes]:
@@ -115,17 +274,22 @@ def _entry(result: ScannedFile) -> tuple[bytes, bytes]:
     table = result.findings
     if table is not None:
         values[_FINDINGS_AT] = tuple(getattr(table, name) for name in _TABLE_FIELDS)
-    return pickle.dumps(tuple(values), pickle.HIGHEST_PROTOCOL), table.rows if table else b""
+    return pickle.dumps(tuple(values), pickle.HIGHEST_PROTOCOL), bytes(table.rows) if table else b""
 
 
-def _joined(meta: bytes, rows: bytes) -> ScannedFile | None:
+def _joined(meta: bytes, rows: bytes | StoredBytes) -> ScannedFile | None:
+    # Positional arguments: a re-scan builds one of each a file, and keywords cost more.
     try:
-        values = dict(zip(_RESULT_FIELDS, pickle.loads(meta), strict=True))
-        table = values["findings"]
+        values = list(pickle.loads(meta))
+        table = values[_FINDINGS_AT]
+        if len(values) != len(_RESULT_FIELDS):
+            return None
         if table is not None:
-            table_values = dict(zip(_TABLE_FIELDS, table, strict=True))
-            values["findings"] = FileFindings(rows=rows, **table_values)
-        return ScannedFile(**values)
+            if len(table) != len(_TABLE_FIELDS):
+                return None
+            parts = (*table[:_ROWS_AT], rows, *table[_ROWS_AT:])
+            values[_FINDINGS_AT] = FileFindings(*parts)
+        return ScannedFile(*values)
     except Exception:  # an entry this build cannot read: analyse the file again
         return None
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from neuron_migrate.findings import Finding
+from neuron_migrate.row_store import Piece, StoredBytes
 
 # The encoder of `json.dumps(..., separators=(", ", ": "))`, built once instead of per row.
 _encode = json.JSONEncoder(separators=(", ", ": "), check_circular=False).encode
@@ -81,7 +82,7 @@ class FileFindings:
     integers instead of thousands of strings, and the summary and the gate count kinds."""
 
     path: str
-    rows: bytes  # `finding_row`s joined by ROW_SEPARATOR
+    rows: bytes | StoredBytes  # `finding_row`s joined by ROW_SEPARATOR; cached: in a segment
     row_ends: bytes  # packed `_OFFSET`s: where each row ends in `rows`
     kinds: tuple[Kind, ...]  # the distinct kinds, in order of first finding
     kind_counts: tuple[int, ...]  # how many findings have each kind
@@ -156,15 +157,15 @@ class FileFindings:
         return [position for position, kind in positions if kind in chosen]
 
     def row_list(self) -> list[bytes]:
-        return self.rows.split(ROW_SEPARATOR) if self.kind_of else []
+        return bytes(self.rows).split(ROW_SEPARATOR) if self.kind_of else []
 
-    def with_tails(self, tails: Iterable[tuple[int, bytes]]) -> list[bytes | memoryview]:
+    def with_tails(self, tails: Iterable[tuple[int, bytes]]) -> list[Piece]:
         """The rows, as pieces to write in order, with the run-dependent tail of some replaced:
         (position, tail) pairs in increasing position. Only those rows are touched; the bytes
-        between are views of `rows`, not copies (a large file's rows are megabytes)."""
+        between are slices of `rows`, not copies (a large file's rows are megabytes)."""
         ends = _unpacked(_OFFSET, self.row_ends)
-        rows = memoryview(self.rows)
-        pieces: list[bytes | memoryview] = []
+        rows = memoryview(self.rows) if isinstance(self.rows, bytes) else self.rows
+        pieces: list[Piece] = []
         start = 0
         for position, tail in tails:
             end = ends[position]
@@ -179,7 +180,8 @@ class FileFindings:
     def decode(self) -> list[Finding]:
         if not self.kind_of:
             return []
-        return [Finding.from_json(item) for item in json.loads(b"[" + self.rows + b"]")]
+        rows = json.loads(b"[" + bytes(self.rows) + b"]")
+        return [Finding.from_json(item) for item in rows]
 
     def where(self, keep: Sequence[bool]) -> FileFindings:
         """The findings whose flag in `keep` is true."""

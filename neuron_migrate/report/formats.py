@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI reads FORMATS at start-up, before any scan is loaded
     from neuron_migrate.api import ScanReport
+    from neuron_migrate.row_store import Piece
 
 # name -> (module, function); imported on use, so a run pays only for its own format.
 _RENDERERS: dict[str, tuple[str, str]] = {
@@ -35,7 +36,7 @@ def render(report: ScanReport, name: str) -> str:
     return renderer(name)(report)
 
 
-def render_chunks(report: ScanReport, name: str) -> Iterable[str | bytes | memoryview]:
+def render_chunks(report: ScanReport, name: str) -> Iterable[str | Piece]:
     """The report as pieces to write one after another: the JSON report of a large tree is
     tens of MB, and is never joined into one string on its way out."""
     if name == "json":

@@ -14,6 +14,7 @@ from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, run_tail
 from neuron_migrate.report.summary import summarize
+from neuron_migrate.row_store import Piece, coalesced
 
 SCHEMA_VERSION = "1.1"
 
@@ -54,10 +55,10 @@ def finding_rows(report: ScanReport) -> Iterator[bytes]:
     """Each reported finding's JSON object, in report order, as this run lists it."""
     for table in sorted(report.files, key=lambda t: t.path):
         if table:
-            yield from b"".join(_listed(report, table)).split(ROW_SEPARATOR)
+            yield from b"".join(map(bytes, _listed(report, table))).split(ROW_SEPARATOR)
 
 
-def _listed(report: ScanReport, table: FileFindings) -> list[bytes | memoryview]:
+def _listed(report: ScanReport, table: FileFindings) -> list[Piece]:
     """The file's rows as this run lists them. The stored rows say "no baseline, passes the
     gate": most files are written as they are, and only rows that differ are touched."""
     failing = report.failing_positions(table)
@@ -81,10 +82,10 @@ _FINDINGS_SLOT = "\x00findings\x00"
 
 
 def render_json(report: ScanReport) -> str:
-    return b"".join(json_chunks(report)).decode("ascii")
+    return b"".join(map(bytes, json_chunks(report))).decode("ascii")
 
 
-def json_chunks(report: ScanReport) -> Iterator[bytes | memoryview]:
+def json_chunks(report: ScanReport) -> Iterator[Piece]:
     """Indented JSON with one finding per line: readable and grep-able. The rows were encoded
     by the workers (an indented dump of 80,000 findings takes seconds in json's pure-Python
     encoder); the rest of the document is small. Written a file's rows at a time."""
@@ -97,8 +98,12 @@ def json_chunks(report: ScanReport) -> Iterator[bytes | memoryview]:
         yield head + b"[]" + tail + b"\n"
         return
     yield head + b"[\n    "
+    yield from coalesced(_all_rows(report, tables), ROW_SEPARATOR)
+    yield b"\n  ]" + tail + b"\n"
+
+
+def _all_rows(report: ScanReport, tables: list[FileFindings]) -> Iterator[Piece]:
     for index, table in enumerate(tables):
         if index:
             yield ROW_SEPARATOR
         yield from _listed(report, table)
-    yield b"\n  ]" + tail + b"\n"
