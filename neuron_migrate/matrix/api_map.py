@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError, UsageError
-from neuron_migrate.yaml_data import load_yaml
+from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 _FILE_RE = re.compile(r"^torch-(\d+\.\d+)\.yaml$")
 _cache: dict[str, ApiMap] = {}
@@ -114,7 +112,7 @@ def _parse(path: Path) -> ApiMap:
     try:
         text = path.read_text(encoding="utf-8")
         data = load_yaml(text)
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, InvalidYaml) as exc:
         raise fail("<file>", f"cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise fail("<top>", "expected a mapping")

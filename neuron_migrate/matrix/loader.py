@@ -11,8 +11,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.model import (
@@ -30,7 +28,7 @@ from neuron_migrate.matrix.model import (
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.versions import VERSION_RE as _VERSION_RE
 from neuron_migrate.matrix.versions import resolve_version
-from neuron_migrate.yaml_data import load_yaml
+from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 SCHEMA_VERSION = 1
 _OP_RE = re.compile(r"^[A-Za-z_][\w]*::[A-Za-z_][\w]*(\.[\w]+)?$")
@@ -81,10 +79,9 @@ def _load_file(path: Path, expected_version: str | None) -> Matrix:
         raise DataFileError(shown, "<file>", f"cannot read: {exc.strerror or exc}") from None
     try:
         data = load_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "<yaml>"
-        problem = getattr(exc, "problem", None) or "invalid YAML"
+    except InvalidYaml as exc:
+        where = f"line {exc.line}" if exc.line is not None else "<yaml>"
+        problem = exc.problem or "invalid YAML"
         raise DataFileError(shown, where, f"invalid YAML: {problem}") from None
     return _Parser(shown).matrix(data, expected_version)
 

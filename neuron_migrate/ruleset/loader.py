@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.ruleset.model import (
     FAMILIES,
@@ -23,7 +21,7 @@ from neuron_migrate.ruleset.model import (
     Rewrite,
     Rule,
 )
-from neuron_migrate.yaml_data import load_yaml
+from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 _CODE = re.compile(r"^NM[1-9]\d\d$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -220,7 +218,7 @@ def load_rule_file(path: Path, root: Path) -> Rule:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise DataFileError(display, "(file)", f"cannot read: {exc}") from exc
-    except yaml.YAMLError as exc:
+    except InvalidYaml as exc:
         problem = " ".join(str(exc).split())
         raise DataFileError(display, "(file)", f"invalid YAML: {problem}") from exc
     return parse_rule(path, data, display)
