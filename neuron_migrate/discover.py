@@ -74,14 +74,15 @@ def discover(
 def _walk(
     folder: str, rel_dir: str, suffixes: tuple[str, ...], exclude: tuple[str, ...]
 ) -> Iterator[SourcePath]:
-    """The folder's files in name order, then each subfolder's, as `os.walk` lists them (an
-    unreadable folder is passed over), in one `scandir` a folder."""
+    """The files under `folder` in the order of their display paths (the report's order: the
+    cache then holds consecutive files' rows one after another), in one `scandir` a folder;
+    an unreadable folder is passed over."""
     try:
         with os.scandir(folder) as listing:
-            entries = sorted(listing, key=_name)
+            # A subfolder's files sort as its name and a slash: `b.py` < `b/c.py` < `ba.py`.
+            entries = sorted(listing, key=_path_key)
     except OSError:
         return
-    subfolders = []
     for entry in entries:
         name = entry.name
         if _is_dir(entry):
@@ -91,17 +92,15 @@ def _walk(
                 and not entry.is_symlink()
                 and not (exclude and _excluded(rel_dir + name, exclude))
             ):
-                subfolders.append(entry)
+                yield from _walk(entry.path, rel_dir + name + "/", suffixes, exclude)
         elif name.endswith(suffixes):
             display = rel_dir + name
             if not (exclude and _excluded(display, exclude)):
                 yield SourcePath(entry.path, display)
-    for entry in subfolders:
-        yield from _walk(entry.path, rel_dir + entry.name + "/", suffixes, exclude)
 
 
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+def _path_key(entry: os.DirEntry[str]) -> str:
+    return entry.name + "/" if _is_dir(entry) else entry.name
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

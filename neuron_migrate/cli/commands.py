@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect  # loaded anyway, by dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,18 +19,10 @@ Handler = Callable[[argparse.Namespace], int]
 REPEATABLE = "Repeatable or comma-separated."
 
 
-def _docstring(handler: Handler) -> str:
-    """`inspect.cleandoc` without importing inspect (several ms at every start)."""
-    lines = (handler.__doc__ or "").strip().splitlines()
-    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
-    cut = min(indents, default=0)
-    return "\n".join([lines[0], *(line[cut:] for line in lines[1:])]) if lines else ""
-
-
 def add_command(commands: Commands, name: str, handler: Handler) -> argparse.ArgumentParser:
     """A command whose help is its handler's docstring: the first line in the list of
     commands, all of it under `COMMAND --help`."""
-    doc = _docstring(handler)
+    doc = inspect.cleandoc(handler.__doc__ or "")
     parser = commands.add_parser(
         name,
         help=doc.split("\n", 1)[0],

@@ -122,3 +122,15 @@ def test_a_cached_result_reads_back_equal_to_the_analysed_one(tmp_path: Path) ->
     for name, result in results.items():
         assert back[name] == result, name
     cache.close()
+
+
+def test_files_are_found_in_the_order_of_their_display_paths(tmp_path: Path) -> None:
+    """The report's order: the cache then holds consecutive files' rows one after another."""
+    from neuron_migrate.discover import discover
+
+    for path in ("b.py", "b/c.py", "ba.py", "a.py", "b/a/z.py", "b.x/q.py", "B.py", "b-/d.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    found = [source.display for source in discover(tmp_path)]
+    assert found == sorted(found) and len(found) == 8
+    assert found.index("b.py") < found.index("b/c.py") < found.index("ba.py")
