@@ -65,7 +65,7 @@ class ResultCache:
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.directory: Path | None = directory
+        self.directory: Path | None = directory  # as NoCache has it: None there
         self._folder = directory
         self._db = sqlite3.connect(directory / _DB_NAME)
         self._db.execute("PRAGMA mmap_size = 1073741824")
