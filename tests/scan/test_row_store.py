@@ -228,3 +228,25 @@ def test_coalesced_joins_only_runs_that_lie_together(tmp_path: Path) -> None:
     assert list(coalesced(apart, SEP)) == apart
     other = StoredBytes(_segment_of(tmp_path / "other", b"".join(rows)), 0, 8)
     assert list(coalesced([a, SEP, other], SEP)) == [a, SEP, other]
+
+
+def test_scans_sharing_a_cache_at_once_each_write_their_own_segments(
+    tree: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(FIXTURES / "analyze", other, ignore=shutil.ignore_patterns("*.yaml"))
+    cache_dir = tmp_path / "cache"
+    command = [sys.executable, "-m", "neuron_migrate", "scan", "-f", "json", "-j", "1"]
+    running = [
+        subprocess.Popen(
+            [*command, str(root), "--cache-dir", str(cache_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        for root in (tree, other, tree)
+    ]
+    cold = [process.communicate(timeout=120)[0] for process in running]
+    assert len(_segments(cache_dir)) >= 2  # one a writer at least: never a shared file
+    for root, first in zip((tree, other, tree), cold, strict=True):
+        assert _timeless(_scan_cli(root, cache_dir)) == _timeless(first)
+        assert _timeless(_scan_cli(root, tmp_path / "fresh")) == _timeless(first)
