@@ -15,9 +15,11 @@ import os
 import pickle
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 
+from neuron_migrate.errors import CacheError
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings
 from neuron_migrate.row_store import Segment, StoredBytes
 from neuron_migrate.scanned import ScannedFile
@@ -64,22 +66,23 @@ class ResultCache:
     database's write lock."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         self.directory: Path | None = directory  # as NoCache has it: None there
         self._folder = directory
-        self._db = sqlite3.connect(directory / _DB_NAME)
-        self._db.execute("PRAGMA mmap_size = 1073741824")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS results"
-            " (key TEXT PRIMARY KEY, meta BLOB, segment INTEGER, start INTEGER, length INTEGER)"
-        )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS segments"
-            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL)"
-        )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)"
-        )
+        with _cache_errors(directory, "open"):
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(directory / _DB_NAME)
+            self._db.execute("PRAGMA mmap_size = 1073741824")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB,"
+                " segment INTEGER, start INTEGER, length INTEGER)"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS segments"
+                " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL)"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)"
+            )
         self._pending: list[tuple[str, bytes, bytes]] = []
         self._segments: dict[str, Segment | None] = {}  # opened by name; None: unreadable
         self._wrote_segment = False
@@ -131,6 +134,10 @@ class ResultCache:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        with _cache_errors(self._folder, "write"):
+            self._commit(pending)
+
+    def _commit(self, pending: list[tuple[str, bytes, bytes]]) -> None:
         name = _write_segment(self._folder, [rows for _, _, rows in pending])
         with self._db:
             segment = None
@@ -162,6 +169,19 @@ class ResultCache:
             if count > MAX_SEGMENTS:
                 merge_segments(self._db, self._folder)
         self._db.close()
+
+
+@contextlib.contextmanager
+def _cache_errors(folder: Path, doing: str) -> Iterator[None]:
+    """A cache folder that cannot be used (missing parent, read-only, full) as one line that
+    names it; what was being written is not committed."""
+    try:
+        yield
+    except (OSError, sqlite3.Error) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise CacheError(
+            f"cannot {doing} the cache in {folder}: {reason} (--cache-dir DIR or --no-cache)"
+        ) from None
 
 
 def _write_segment(folder: Path, rows: list[bytes]) -> str | None:

@@ -23,5 +23,9 @@ class DataFileError(NeuronMigrateError):
         super().__init__(f"{path}: {field}: {problem}")
 
 
+class CacheError(NeuronMigrateError):
+    """The result cache's folder cannot be created, read or written."""
+
+
 class UnknownTargetError(UsageError):
     """`--target` names a torch-neuronx version with no matrix."""

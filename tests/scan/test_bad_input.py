@@ -82,3 +82,39 @@ def test_unknown_target_is_one_line_and_exit_2(tmp_path: Path) -> None:
     code, _, err = run_cli(["scan", str(tmp_path), "--target", "9.9.9"])
     assert code == 2
     assert err.strip().count("\n") == 0 and "9.9.9" in err
+
+
+def test_an_unusable_cache_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from tests.scan.cli_helpers import run_cli
+
+    (tmp_path / "a.py").write_text(GOOD)
+    (tmp_path / "plain-file").write_text("")
+    code, out, err = run_cli(["scan", str(tmp_path), "--cache-dir", str(tmp_path / "plain-file/c")])
+    assert code == 2 and out == ""
+    assert (
+        err.strip().count("\n") == 0 and "cannot open the cache in" in err and "--no-cache" in err
+    )
+
+
+def test_a_failed_cache_write_commits_nothing_and_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import sqlite3
+
+    from neuron_migrate import cache
+    from neuron_migrate.errors import CacheError
+
+    (tmp_path / "a.py").write_text(GOOD)
+    folder = tmp_path / "cache"
+
+    def disk_full(where: Path, rows: list[bytes]) -> str:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache, "_write_segment", disk_full)
+    with pytest.raises(CacheError, match=r"cannot write the cache in .*: No space left on device"):
+        api.scan(tmp_path, jobs=1, cache_dir=folder)
+    (database,) = folder.glob("scan-results-*.sqlite")
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
+    assert not list(folder.glob("rows-*.bin"))
