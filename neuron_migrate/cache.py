@@ -138,18 +138,18 @@ class ResultCache:
             self._commit(pending)
 
     def _commit(self, pending: list[tuple[str, bytes, bytes]]) -> None:
-        name = _write_segment(self._folder, [rows for _, _, rows in pending])
+        written = _write_segment(self._folder, [rows for _, _, rows in pending])
         with self._db:
-            segment = None
-            if name is not None:
-                size = sum(len(rows) + _SEPARATOR for _, _, rows in pending if rows)
+            segment, starts = None, [0] * len(pending)
+            if written is not None:
+                name, starts, size = written
                 insert = "INSERT INTO segments (name, size) VALUES (?, ?)"
                 segment = self._db.execute(insert, (name, size)).lastrowid
                 self._wrote_segment = True
-            entries, at = [], 0
-            for key, meta, rows in pending:
-                entries.append((key, meta, segment if rows else None, at, len(rows)))
-                at += (len(rows) + _SEPARATOR) if rows else 0
+            entries = [
+                (key, meta, segment if rows else None, start, len(rows))
+                for (key, meta, rows), start in zip(pending, starts, strict=True)
+            ]
             self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", entries)
 
     def stat_index(self, name: str) -> bytes | None:
@@ -184,26 +184,30 @@ def _cache_errors(folder: Path, doing: str) -> Iterator[None]:
         ) from None
 
 
-def _write_segment(folder: Path, rows: list[bytes]) -> str | None:
-    """A new segment holding `rows` one after another, on disk before any entry names it;
-    None when there is nothing to hold."""
+def _write_segment(folder: Path, rows: list[bytes]) -> tuple[str, list[int], int] | None:
+    """A new segment holding the non-empty `rows` one after another, each followed by the
+    separator, on disk before any entry names it: its name, where each of `rows` starts in
+    it (0 for an empty one) and its size; None when there is nothing to hold."""
     if not any(rows):
         return None
     name = f"rows-{os.urandom(8).hex()}.bin"
+    starts, at = [], 0
     fd = os.open(folder / name, _NEW_FILE, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             for piece in rows:
+                starts.append(at if piece else 0)
                 if piece:
                     handle.write(piece)
                     handle.write(ROW_SEPARATOR)
+                    at += len(piece) + _SEPARATOR
             handle.flush()
             os.fsync(handle.fileno())  # the commit that follows must not name lost bytes
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(folder / name)
         raise
-    return name
+    return name, starts, at
 
 
 def merge_segments(db: sqlite3.Connection, folder: Path) -> None:

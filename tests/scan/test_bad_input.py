@@ -108,7 +108,7 @@ def test_a_failed_cache_write_commits_nothing_and_says_where(
     (tmp_path / "a.py").write_text(GOOD)
     folder = tmp_path / "cache"
 
-    def disk_full(where: Path, rows: list[bytes]) -> str:
+    def disk_full(where: Path, rows: list[bytes]) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(cache, "_write_segment", disk_full)
