@@ -13,8 +13,9 @@ from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
 from neuron_migrate.config import Config, Policy, make_policy, resolve_config
 from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
-from neuron_migrate.file_findings import FileFindings
+from neuron_migrate.file_findings import FileFindings, Kind
 from neuron_migrate.findings import FileError, Finding
+from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.scan_data import header_for
 from neuron_migrate.scanned import ScannedFile
@@ -54,6 +55,7 @@ class ScanReport:
         default_factory=dict, repr=False, compare=False
     )
     _decoded: tuple[int, list[Finding]] | None = field(default=None, repr=False, compare=False)
+    _totals: tuple[int, dict[Kind, int]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def findings(self) -> list[Finding]:
@@ -64,6 +66,17 @@ class ScanReport:
             decoded = [f for table in sorted(self.files, key=_path) for f in table.decode()]
             self._decoded = (len(self.files), decoded)
         return self._decoded[1]
+
+    def kind_totals(self) -> dict[Kind, int]:
+        """How many reported findings have each kind, over all files: what the summary and the
+        gate count. Kept as `findings` is, while `files` does not grow."""
+        if self._totals is None or self._totals[0] != len(self.files):
+            totals: dict[Kind, int] = {}
+            for table in self.files:
+                for kind, count in zip(table.kinds, table.kind_counts, strict=True):
+                    totals[kind] = totals.get(kind, 0) + count
+            self._totals = (len(self.files), totals)
+        return self._totals[1]
 
     def fail_on_for(self, path: str) -> frozenset[str]:
         if self.policy is None:
@@ -107,7 +120,16 @@ class ScanReport:
 
     @property
     def failing_count(self) -> int:
+        if self.baseline is None and not self._overrides_fail_on():
+            if not self.files:
+                return 0
+            fail_on = self.fail_on_for(self.files[0].path)  # every file's: count the totals
+            totals = self.kind_totals().items()
+            return sum(count for (_, status, _, _), count in totals if status in fail_on)
         return sum(map(self.failing_in, self.files))
+
+    def _overrides_fail_on(self) -> bool:
+        return self.policy is not None and any(r.fail_on is not None for r in self.policy.rules)
 
     @property
     def gate_failures(self) -> list[Finding]:
@@ -178,16 +200,17 @@ def scan(
             on_progress(report.files_done, report.files_total)
 
     try:
-        results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
-        for result in results:
-            _collect(report, result)
-            progress()
-        if notebooks:
-            from neuron_migrate.notebook_scan import scan_notebook
-
-            for source in notebooks:
-                _collect(report, scan_notebook(source, settings, cache))
+        with collecting_less(SCAN_THRESHOLDS):
+            results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
+            for result in results:
+                _collect(report, result)
                 progress()
+            if notebooks:
+                from neuron_migrate.notebook_scan import scan_notebook
+
+                for source in notebooks:
+                    _collect(report, scan_notebook(source, settings, cache))
+                    progress()
     finally:
         cache.close()
     report.files.sort(key=_path)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
 from neuron_migrate.findings import FileError
-from neuron_migrate.gc_tuning import collect_less, collecting_less
+from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collect_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
@@ -63,11 +63,6 @@ def _prefiltered(data: bytes, display: str) -> ScannedFile:
     return prefiltered(display, parse_suppressions(decoded.text, display))
 
 
-# The analysis makes no reference cycles (tests/scan check it), so the collector's passes find
-# nothing; with the defaults they cost about an eighth of the scan.
-_THRESHOLDS = (100_000, 50, 100)
-
-
 # The data a pool worker classifies with, handed over once when the worker starts.
 _worker_context: Context | None = None
 
@@ -75,7 +70,7 @@ _worker_context: Context | None = None
 def _start_worker(context: Context) -> None:
     global _worker_context
     _worker_context = context
-    collect_less(_THRESHOLDS)
+    collect_less(SCAN_THRESHOLDS)
 
 
 def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
@@ -152,8 +147,7 @@ def scan_files(
         for done, job, key in prepared():
             if done is None:
                 assert job is not None
-                with collecting_less(_THRESHOLDS):
-                    done = _analyze_bytes(*job, settings.context())
+                done = _analyze_bytes(*job, settings.context())
                 cache.put(key, done)
             yield finish(done)
     else:

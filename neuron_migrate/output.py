@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -56,6 +55,8 @@ def _descriptor(stream: object) -> int | None:
 
 
 def atomic_write_text(path: Path, text: str | Iterable[Chunk]) -> None:
+    import tempfile  # here: a report to stdout does not load it (nor `random` with it)
+
     chunks = (text,) if isinstance(text, str) else text
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

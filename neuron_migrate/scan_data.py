@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -113,6 +112,8 @@ def _load(target: str) -> Context:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Best effort: a cache folder that cannot be written only costs the next run the load."""
+    import tempfile  # here: a run that finds the snapshot does not load it
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".data-", suffix=".tmp")

@@ -14,7 +14,7 @@ import importlib
 import sys
 
 from neuron_migrate import __version__
-from neuron_migrate.cli.commands import Handler
+from neuron_migrate.cli.commands import Handler, HelpFormatter
 from neuron_migrate.errors import NeuronMigrateError
 
 # Each command group lives in its own module with a `register(commands)` function.
@@ -32,6 +32,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="neuron-migrate",
         description="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import inspect  # loaded anyway, by dataclasses
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +21,33 @@ Handler = Callable[[argparse.Namespace], int]
 REPEATABLE = "Repeatable or comma-separated."
 
 
+def _help_width() -> int:
+    """What argparse's formatter makes of `shutil.get_terminal_size()`."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, given the width it would find itself: it makes one for every
+    option added, and finding the width imports `shutil` (with the compression modules), a
+    millisecond or two of every run, help or not."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_help_width())
+
+
+class DescriptionAsWritten(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """A command's description printed as written, lines and paragraphs kept."""
+
+
 def add_command(commands: Commands, name: str, handler: Handler) -> argparse.ArgumentParser:
     """A command whose help is its handler's docstring: the first line in the list of
     commands, all of it under `COMMAND --help`."""
@@ -27,7 +56,7 @@ def add_command(commands: Commands, name: str, handler: Handler) -> argparse.Arg
         name,
         help=doc.split("\n", 1)[0],
         description=doc,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=DescriptionAsWritten,
     )
     parser.set_defaults(handler=handler)
     return parser
@@ -35,7 +64,9 @@ def add_command(commands: Commands, name: str, handler: Handler) -> argparse.Arg
 
 def add_group(commands: Commands, name: str, summary: str) -> Commands:
     """A command group (`matrix list`, `rules explain`); run bare, it prints its help."""
-    parser = commands.add_parser(name, help=summary, description=summary)
+    parser = commands.add_parser(
+        name, help=summary, description=summary, formatter_class=HelpFormatter
+    )
     parser.set_defaults(group_parser=parser)
     return parser.add_subparsers(title="commands", metavar="COMMAND")
 

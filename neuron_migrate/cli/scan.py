@@ -110,6 +110,15 @@ def register(commands: Commands) -> None:
 
 def scan(args: argparse.Namespace) -> int:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
+    from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collecting_less
+
+    # Loading the engine and assembling the report make no reference cycles either (see
+    # `api.scan`).
+    with collecting_less(SCAN_THRESHOLDS):
+        return _scan(args)
+
+
+def _scan(args: argparse.Namespace) -> int:
     from neuron_migrate.baseline import load_baseline
     from neuron_migrate.baseline import write_baseline as save_baseline
     from neuron_migrate.config import resolve_config, with_baseline_path

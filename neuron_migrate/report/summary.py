@@ -7,7 +7,6 @@ from collections import Counter
 from typing import Any
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.file_findings import Kind
 from neuron_migrate.findings import STATUSES, Finding
 
 # Worst first: the order in which reports list statuses.
@@ -27,10 +26,7 @@ STATUS_LABEL = {
 def summarize(report: ScanReport) -> dict[str, Any]:
     # Counted from the kinds kept beside each file's rows: no finding is decoded.
     tables = report.files
-    by_kind: dict[Kind, int] = {}
-    for table in tables:
-        for kind, count in zip(table.kinds, table.kind_counts, strict=True):
-            by_kind[kind] = by_kind.get(kind, 0) + count
+    by_kind = report.kind_totals()
     by_status: Counter[str] = Counter()
     by_category: Counter[str] = Counter()
     by_code: Counter[str] = Counter()
@@ -52,7 +48,7 @@ def summarize(report: ScanReport) -> dict[str, Any]:
             "errors": len(report.errors),
             "with_findings": len({t.path for t in tables if t}),
         },
-        "findings": sum(map(len, tables)),
+        "findings": sum(by_kind.values()),
         "by_status": {s: by_status.get(s, 0) for s in STATUS_ORDER},
         "by_category": dict(sorted(by_category.items())),
         "by_code": dict(sorted(by_code.items())),

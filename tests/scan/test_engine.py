@@ -94,6 +94,49 @@ def test_analysis_leaves_no_reference_cycles() -> None:
         gc.enable()
 
 
+def test_a_rescan_and_its_report_leave_no_cyclic_garbage_per_file(tmp_path: Path) -> None:
+    """The scan command collects garbage rarely in its main process too: reading results from
+    the cache and assembling the report must leave no cyclic garbage per file (json's indenting
+    encoder leaves a few closures once per report, whatever its size)."""
+    import gc
+
+    from neuron_migrate.report.json_report import render_json
+
+    def garbage_of_a_rescan(copies: int) -> int:
+        tree, cache = tmp_path / f"tree{copies}", tmp_path / f"cache{copies}"
+        for copy in range(copies):
+            shutil.copytree(FIXTURES / "analyze", tree / f"copy{copy}")
+        api.scan(tree, jobs=1, cache_dir=cache)
+        gc.collect()
+        gc.disable()
+        try:
+            warm = api.scan(tree, jobs=1, cache_dir=cache)
+            assert warm.files_cached > 0
+            render_json(warm)
+            del warm
+            return gc.collect()
+        finally:
+            gc.enable()
+
+    assert garbage_of_a_rescan(1) == garbage_of_a_rescan(3)
+
+
+def test_collecting_less_restores_the_collector_once_the_outermost_block_ends() -> None:
+    import gc
+
+    from neuron_migrate.gc_tuning import collecting_less
+
+    before = gc.get_threshold()
+    with collecting_less((50_000, 20, 30)):
+        assert gc.get_threshold() == (50_000, 20, 30)
+        with collecting_less((10,)):  # nested: nothing changes
+            assert gc.get_threshold() == (50_000, 20, 30)
+        assert gc.get_threshold() == (50_000, 20, 30)
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_cached_result_reads_back_equal_to_the_analysed_one(tmp_path: Path) -> None:
     """Every field of a result survives the cache: findings, suppressed and unused
     suppressions, unmapped APIs, errors and skips."""
