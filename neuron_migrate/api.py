@@ -15,7 +15,7 @@ from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
 from neuron_migrate.file_findings import FileFindings, Kind
 from neuron_migrate.findings import FileError, Finding
-from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collecting_less
+from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.scan_data import header_for
 from neuron_migrate.scanned import ScannedFile
@@ -200,7 +200,7 @@ def scan(
             on_progress(report.files_done, report.files_total)
 
     try:
-        with collecting_less(SCAN_THRESHOLDS):
+        with collecting_less(FEW_CYCLES):
             results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
             for result in results:
                 _collect(report, result)

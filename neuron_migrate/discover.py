@@ -6,8 +6,8 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from neuron_migrate.errors import UsageError
 
@@ -46,8 +46,7 @@ def may_hold_findings(data: bytes) -> bool:
     return PREFILTER.search(data) is not None
 
 
-@dataclass(frozen=True)
-class SourcePath:
+class SourcePath(NamedTuple):  # a tuple: a walk makes one a file
     path: str  # absolute (or as given) path used to open the file
     display: str  # relative to the scan root, forward slashes: what reports show
 

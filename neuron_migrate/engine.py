@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
 from neuron_migrate.findings import FileError
-from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collect_less
+from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
@@ -70,7 +70,7 @@ _worker_context: Context | None = None
 def _start_worker(context: Context) -> None:
     global _worker_context
     _worker_context = context
-    collect_less(SCAN_THRESHOLDS)
+    collect_less(FEW_CYCLES)
 
 
 def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:

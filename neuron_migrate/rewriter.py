@@ -22,7 +22,7 @@ from neuron_migrate.codemod.context import Outcome
 from neuron_migrate.codemod.engine import RewriteFailed, rewrite_source
 from neuron_migrate.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
 from neuron_migrate.findings import FileError
-from neuron_migrate.gc_tuning import collect_less, collecting_less
+from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.source import decode, read_bytes, syntax_error
 
@@ -168,7 +168,7 @@ def rewrite_tree(
     ruleset = load_ruleset()
     sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
     if jobs <= 1 or len(sources) <= 1:
-        with collecting_less(_THRESHOLDS):
+        with collecting_less(FEW_CYCLES):
             for path, display in sources:
                 yield _rewrite(path, display, ruleset, unsafe, diffs)
         return
@@ -178,11 +178,6 @@ def rewrite_tree(
 def _rewrite(path: str, display: str, ruleset: RuleSet, unsafe: bool, diffs: bool) -> FileRewrite:
     result = rewrite_file(path, display, ruleset, unsafe=unsafe)
     return replace(result, patch=result.diff()) if diffs and result.changed else result
-
-
-# A rewrite allocates millions of short-lived syntax-tree nodes: the young generation is
-# collected 14 times less often (the older generations keep their thresholds).
-_THRESHOLDS = (10_000,)
 
 
 Settings = tuple[RuleSet, bool, bool]  # the rules, unsafe fixes, diffs
@@ -197,7 +192,7 @@ _BATCH = 8
 def _init_worker(settings: Settings) -> None:
     global _WORKER
     _WORKER = settings
-    collect_less(_THRESHOLDS)  # a worker's whole life is the run
+    collect_less(FEW_CYCLES)  # a worker's whole life is the run
 
 
 def _rewrite_batch(batch: list[Job], settings: Settings) -> list[FileRewrite]:

@@ -110,11 +110,11 @@ def register(commands: Commands) -> None:
 
 def scan(args: argparse.Namespace) -> int:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
-    from neuron_migrate.gc_tuning import SCAN_THRESHOLDS, collecting_less
+    from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 
     # Loading the engine and assembling the report make no reference cycles either (see
     # `api.scan`).
-    with collecting_less(SCAN_THRESHOLDS):
+    with collecting_less(FEW_CYCLES):
         return _scan(args)
 
 

@@ -106,3 +106,37 @@ def test_marker_goes_above_the_new_statement_that_holds_its_site():
     at = lines.index("dist.all_gather_object(_gathered, value)")
     assert lines[at - 1].startswith("# TODO(neuron-migrate NM101)")
     assert rewrite_source(first).new == first
+
+
+def test_rewriting_makes_no_reference_cycles_but_literal_evals():
+    """Rewrite workers collect garbage rarely (`gc_tuning.FEW_CYCLES`): that is only free while
+    a rewrite leaves (next to) no cyclic garbage. The one kind it leaves: the closures of
+    `ast.literal_eval`, which libcst calls for a literal's value, a few objects a call."""
+    import gc
+    import types
+    from pathlib import Path
+
+    fixtures = Path(__file__).parents[2] / "fixtures"
+    sources = [
+        p.read_text() for p in sorted(fixtures.rglob("*.py")) if "torch_xla" in p.read_text()
+    ]
+    ruleset = load_ruleset()
+    assert len(sources) > 20
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for source in sources:
+            try:
+                rewrite_source(source, ruleset)
+            except SyntaxError:
+                continue
+        gc.collect()
+        garbage = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    functions = {o.__qualname__ for o in garbage if isinstance(o, types.FunctionType)}
+    assert all(name.startswith("literal_eval.<locals>.") for name in functions)
+    assert {type(o) for o in garbage} <= {types.FunctionType, types.CellType, tuple}

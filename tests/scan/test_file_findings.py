@@ -100,6 +100,19 @@ def test_kinds_count_the_findings_of_each_kind() -> None:
     assert table.positions_with_status(set()) == []
 
 
+def test_positions_with_status_are_every_finding_of_those_statuses_in_order() -> None:
+    import random
+
+    statuses = ("xla", "native", "unsupported", "cpu_fallback")
+    chooser = random.Random(7)
+    for size in (1, 2, 5, 40, 300):
+        drawn = [chooser.choice(statuses) for _ in range(size)]
+        table = FileFindings.of("a.py", [_finding(i + 1, status=s) for i, s in enumerate(drawn)])
+        for wanted in ({"unsupported"}, {"native", "cpu_fallback"}, set(statuses), set()):
+            expected = [i for i, status in enumerate(drawn) if status in wanted]
+            assert table.positions_with_status(wanted) == expected
+
+
 def test_tails_replace_only_the_rows_named() -> None:
     findings = [_finding(line) for line in (1, 2, 3)]
     table = FileFindings.of("a.py", findings)
