@@ -91,11 +91,11 @@ def _rule_changes(a: Matrix, b: Matrix) -> list[RuleChange]:
 
 
 def _rules_of(rules: Any, key_field: str) -> dict[str, str]:
-    return {getattr(r, key_field): _render(asdict(r), skip=key_field) for r in rules}
+    return {getattr(r, key_field): _render(r._asdict(), skip=key_field) for r in rules}
 
 
 def _fields(rule: Any) -> dict[str, str]:
-    return {k: _render(v) for k, v in asdict(rule).items()}
+    return {k: _render(v) for k, v in rule._asdict().items()}
 
 
 def _render(value: Any, skip: str = "") -> str:

@@ -1,12 +1,15 @@
 """The records a compatibility matrix is made of, and the queries on it.
 
-All are frozen dataclasses: they pickle across a process pool and serialise to JSON. No torch here.
+The records are named tuples: every scan process defines and loads them, and a named tuple costs
+a fraction of a frozen dataclass to define (no generated methods) and to unpickle. The matrix
+holding them is a frozen dataclass. All pickle across a process pool. No torch here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from neuron_migrate.matrix.names import normalize_dtype, normalize_memory_format, normalize_op
 
@@ -14,8 +17,7 @@ OP_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported")
 NAMESPACE_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported", "partial")
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(NamedTuple):
     """A source the matrix rests on: a derived op list, a docs page, the project brief."""
 
     key: str
@@ -24,8 +26,7 @@ class Evidence:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class OpVerdict:
+class OpVerdict(NamedTuple):
     """What the matrix says about one op, and why (`source` is an evidence key)."""
 
     op: str
@@ -34,8 +35,7 @@ class OpVerdict:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class OpEntry:
+class OpEntry(NamedTuple):
     """One listed op: its status, the evidence key of its group, and an optional per-op note."""
 
     status: str
@@ -44,8 +44,7 @@ class OpEntry:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class DtypeRule:
+class DtypeRule(NamedTuple):
     dtype: str
     runs_as: str | None
     warn: bool
@@ -53,8 +52,7 @@ class DtypeRule:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class NamespaceRule:
+class NamespaceRule(NamedTuple):
     """A rule for a whole Python namespace, e.g. ``torch.sparse``.
 
     A ``partial`` namespace names its ``supported`` and ``unsupported`` members; members in neither
@@ -71,8 +69,7 @@ class NamespaceRule:
     unlisted_status: str = "unsupported"
 
 
-@dataclass(frozen=True)
-class NamespaceVerdict:
+class NamespaceVerdict(NamedTuple):
     """The verdict for one qualified name under a namespace rule."""
 
     qualname: str
@@ -82,16 +79,14 @@ class NamespaceVerdict:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class MemoryFormatRule:
+class MemoryFormatRule(NamedTuple):
     name: str
     status: str
     source: str
     message: str = ""
 
 
-@dataclass(frozen=True)
-class CompileRules:
+class CompileRules(NamedTuple):
     backend: str
     dynamic_true_status: str
     requires_dynamic_false: bool

@@ -89,7 +89,7 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
             status=status,
             kind_note=note,
             api_map=api_map.path if api_map is not None else "",
-            namespace=asdict(ns) if ns is not None else None,
+            namespace=ns._asdict() if ns is not None else None,
             ops=ops,
         )
     return NameReport(**base, kind="unknown", status="unknown", kind_note="not found")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from neuron_migrate import __version__
@@ -89,10 +90,7 @@ def json_chunks(report: ScanReport) -> Iterator[Piece]:
     """Indented JSON with one finding per line: readable and grep-able. The rows were encoded
     by the workers (an indented dump of 80,000 findings takes seconds in json's pure-Python
     encoder); the rest of the document is small. Written a file's rows at a time."""
-    data = _document(report)
-    data["findings"] = _FINDINGS_SLOT
-    text = json.dumps(data, indent=2)  # ASCII: json escapes the rest
-    head, tail = (part.encode("ascii") for part in text.split(json.dumps(_FINDINGS_SLOT), 1))
+    head, tail = around_findings(report)
     tables = sorted((t for t in report.files if t), key=lambda t: t.path)
     if not tables:
         yield head + b"[]" + tail + b"\n"
@@ -100,6 +98,33 @@ def json_chunks(report: ScanReport) -> Iterator[Piece]:
     yield head + b"[\n    "
     yield from coalesced(_all_rows(report, tables), ROW_SEPARATOR)
     yield b"\n  ]" + tail + b"\n"
+
+
+def around_findings(report: ScanReport) -> tuple[bytes, bytes]:
+    """The document, indented, before and after the findings list."""
+    data = _document(report)
+    data["findings"] = _FINDINGS_SLOT
+    # Thousands of unmapped APIs on a large tree: one map json's indenting encoder (pure
+    # Python) would take milliseconds over, written here as it would write it.
+    unmapped = data["summary"]["unmapped_apis"]
+    data["summary"]["unmapped_apis"] = _UNMAPPED_SLOT
+    text = json.dumps(data, indent=2)  # ASCII: json escapes the rest
+    text = text.replace(json.dumps(_UNMAPPED_SLOT), _indented_counts(unmapped, depth=2), 1)
+    head, tail = text.split(json.dumps(_FINDINGS_SLOT), 1)
+    return head.encode("ascii"), tail.encode("ascii")
+
+
+_UNMAPPED_SLOT = "\x00unmapped\x00"
+
+
+def _indented_counts(counts: dict[str, int], depth: int) -> str:
+    """`json.dumps(counts, indent=2)` for a map of names to counts that is `depth` levels
+    down in the document, as the whole document's dump writes it there."""
+    if not counts:
+        return "{}"
+    pad = "\n" + "  " * (depth + 1)
+    members = (f"{encode_basestring_ascii(name)}: {int(count)}" for name, count in counts.items())
+    return "{" + pad + ("," + pad).join(members) + "\n" + "  " * depth + "}"
 
 
 def _all_rows(report: ScanReport, tables: list[FileFindings]) -> Iterator[Piece]:

@@ -1,13 +1,13 @@
 """The rule records: what a rule matches, how it rewrites, and the examples that test it.
 
-Rules are frozen dataclasses holding only tuples and strings, so they hash, pickle across the
-process pool and compare by value.
+Rules are named tuples holding only tuples and strings, so they hash, pickle across the process
+pool and compare by value; every scan and rewrite process defines and loads them, and a named
+tuple costs a fraction of a frozen dataclass to define and to unpickle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Safety = Literal["safe", "unsafe"]
 Severity = Literal["error", "warning", "info"]
@@ -29,8 +29,7 @@ FAMILIES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """What a rule applies to. A rule may list several kinds of match."""
 
     qualnames: tuple[str, ...] = ()  # exact names; an entry ending in ".*" covers a module
@@ -39,8 +38,7 @@ class Match:
     analyzer: str | None = None  # a torch-op finding kind, e.g. "op-cpu-fallback"
 
 
-@dataclass(frozen=True)
-class Rewrite:
+class Rewrite(NamedTuple):
     """A template (an expression with `{param}` holes) or the name of a Python transform."""
 
     template: str | None = None
@@ -59,16 +57,14 @@ class Rewrite:
         return dict(self.options).get(name, fallback)
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     before: str
     after: str
     # "unsafe": the example shows the output under --unsafe-fixes.
     fixes: Safety = "safe"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str
     name: str
     family: str
@@ -83,7 +79,7 @@ class Rule:
     severity: Severity
     path: str
     examples: tuple[Example, ...] = ()
-    unchanged: tuple[str, ...] = field(default=())
+    unchanged: tuple[str, ...] = ()
 
     @property
     def has_rewrite(self) -> bool:

@@ -156,6 +156,6 @@ def test_imports_have_their_rule():
 
 def test_duplicate_qualname_across_rules_is_rejected(tmp_path):
     rules = load_rules(rules_dir())
-    clash = rules[1].__class__(**{**rules[1].__dict__, "code": "NM197", "match": rules[0].match})
+    clash = rules[1]._replace(code="NM197", match=rules[0].match)
     with pytest.raises(DataFileError, match="also matched"):
         RuleSet((*rules, clash))

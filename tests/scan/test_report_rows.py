@@ -130,3 +130,19 @@ def test_a_rescan_the_cache_answers_loads_no_analyzer(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("unmapped", [{}, {"torch.a": 3}, {'torch.ü"x\\': 1, "torch.b": 12}])
+def test_the_document_around_the_findings_is_json_s_own_indented_dump(
+    tmp_path: Path, unmapped: dict[str, int]
+) -> None:
+    from collections import Counter
+
+    from neuron_migrate.report.json_report import _FINDINGS_SLOT, _document, around_findings
+
+    report = api.scan(_tree(tmp_path), jobs=1, use_cache=False)
+    report.unmapped_apis = Counter(unmapped)
+    reference = _document(report)
+    reference["findings"] = _FINDINGS_SLOT
+    head, tail = json.dumps(reference, indent=2).split(json.dumps(_FINDINGS_SLOT))
+    assert around_findings(report) == (head.encode("ascii"), tail.encode("ascii"))
