@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from neuron_migrate.errors import DataFileError, NeuronMigrateError
 from neuron_migrate.findings import Finding
@@ -37,8 +37,7 @@ _TOP_KEYS = ("target", "fail-on", "select", "ignore", "exclude", "baseline", "ov
 _OVERRIDE_KEYS = ("paths", "select", "ignore", "fail-on")
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     paths: tuple[str, ...]
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
@@ -217,8 +216,7 @@ def matches_code(code: str, prefixes: tuple[str, ...]) -> bool:
     return any(code.startswith(prefix) for prefix in prefixes)
 
 
-@dataclass(frozen=True)
-class PathRule:
+class PathRule(NamedTuple):
     """A per-path override, resolved: which paths, and what it changes."""
 
     paths: tuple[str, ...]

@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate.cache import NoCache, ResultCache, file_key
 from neuron_migrate.discover import SourcePath, may_hold_findings
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
 
-@dataclass(frozen=True)
-class ScanSettings:
+class ScanSettings(NamedTuple):
     target: str
     max_bytes: int = DEFAULT_MAX_BYTES
     data_dir: Path | None = None  # where the data snapshot lives (`scan_data`); None: none

@@ -1,13 +1,14 @@
 """The plain records that flow from the engine to the reports: findings and per-file errors.
 
-They are frozen dataclasses so they pickle across the process pool and serialise to JSON.
+They pickle across the process pool and serialise to JSON. A `FileError` is a named tuple: a
+kind of record every scan process defines, and cheaper to define than a frozen dataclass.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, NamedTuple
 
 # What a finding says about the code on the target device.
 Status = Literal[
@@ -90,14 +91,13 @@ class Finding:
 _FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
-@dataclass(frozen=True)
-class FileError:
+class FileError(NamedTuple):
     path: str
     reason: str  # one line: "syntax error at line 3: ...", "not UTF-8", ...
     kind: str  # syntax | encoding | binary | unreadable | too_large | loop | internal
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
 
 def fingerprint(path: str, code: str, api: str, snippet: str, occurrence: int) -> str:

@@ -64,7 +64,7 @@ def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFil
 def _located(result: FileResult, split: SplitNotebook) -> FileResult:
     if result.error is not None:
         reason = _AT_LINE.sub(lambda m: _where(split, int(m.group(1))), result.error.reason)
-        return replace(result, error=replace(result.error, reason=reason))
+        return replace(result, error=result.error._replace(reason=reason))
     findings = [_move(f, split) for f in result.findings]
     return replace(result, findings=tuple(f for f in findings if f is not None))
 
@@ -92,5 +92,5 @@ def _located_suppressions(split: SplitNotebook, display: str) -> list[Suppressio
         if here is None:
             continue
         target_line = target[1] if target is not None and target[0] == here[0] else -1
-        out.append(replace(s, line=here[1], target_line=target_line, cell=here[0]))
+        out.append(s._replace(line=here[1], target_line=target_line, cell=here[0]))
     return out

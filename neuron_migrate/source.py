@@ -10,15 +10,14 @@ import errno
 import io
 import os
 import tokenize
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from neuron_migrate.findings import FileError
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
     text: str
     data: bytes
     encoding: str

@@ -15,7 +15,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from neuron_migrate.findings import Finding
 
@@ -29,8 +29,7 @@ _DIRECTIVE = re.compile(
 _CODE = re.compile(r"^NM\d{3}$")
 
 
-@dataclass(frozen=True)
-class Suppression:
+class Suppression(NamedTuple):
     """One directive in the source."""
 
     path: str
@@ -59,8 +58,7 @@ class Suppression:
         }
 
 
-@dataclass(frozen=True)
-class SuppressedFinding:
+class SuppressedFinding(NamedTuple):
     finding: Finding
     kind: str  # ignore | fixme
     reason: str = ""

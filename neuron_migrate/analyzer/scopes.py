@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # How a report names the meaning of a binding that is not an import (a def, a class, a
 # parameter, an assigned value) among an ambiguous name's meanings.
@@ -74,8 +75,7 @@ class Scope:
         self.bindings.setdefault(name, []).append(binding)
 
 
-@dataclass(frozen=True)
-class ImportRecord:
+class ImportRecord(NamedTuple):
     """One imported name: `import a.b as m` or `from a import b as m`."""
 
     alias: ast.alias
@@ -85,8 +85,7 @@ class ImportRecord:
     module: str | None  # what is imported, in full; None for relative imports
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """What a name (or an attribute chain rooted at a name) means."""
 
     qualnames: tuple[str, ...]  # distinct imported meanings, sorted

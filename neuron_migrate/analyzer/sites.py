@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from neuron_migrate.analyzer.scopes import LOCAL, NameModel, Resolution
 
@@ -41,8 +41,7 @@ _ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.g
 Span = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     kind: str  # "name" | "call" | "method" | "import" | "idiom"
     line: int
     col: int
