@@ -200,7 +200,7 @@ def scan(
             on_progress(report.files_done, report.files_total)
 
     try:
-        with collecting_less(FEW_CYCLES):
+        with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
             results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
             for result in results:
                 _collect(report, result)

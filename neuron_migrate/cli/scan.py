@@ -112,8 +112,8 @@ def scan(args: argparse.Namespace) -> int:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
     from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 
-    # Loading the engine and assembling the report make no reference cycles either (see
-    # `api.scan`).
+    # Loading the engine and assembling the report make no reference cycles either: the
+    # collector runs as rarely as it does while files are scanned (`gc_tuning.FEW_CYCLES`).
     with collecting_less(FEW_CYCLES):
         return _scan(args)
 
