@@ -120,16 +120,13 @@ class ScanReport:
 
     @property
     def failing_count(self) -> int:
-        if self.baseline is None and not self._overrides_fail_on():
+        if self.baseline is None and not (self.policy is not None and self.policy.varies_fail_on):
             if not self.files:
                 return 0
             fail_on = self.fail_on_for(self.files[0].path)  # every file's: count the totals
             totals = self.kind_totals().items()
             return sum(count for (_, status, _, _), count in totals if status in fail_on)
         return sum(map(self.failing_in, self.files))
-
-    def _overrides_fail_on(self) -> bool:
-        return self.policy is not None and any(r.fail_on is not None for r in self.policy.rules)
 
     @property
     def gate_failures(self) -> list[Finding]:

@@ -255,6 +255,11 @@ class Policy:
             or any(r.select is not None or r.ignore for r in self.rules)
         )
 
+    @property
+    def varies_fail_on(self) -> bool:
+        """Whether some paths fail the gate on other statuses (an override sets fail-on)."""
+        return any(r.fail_on is not None for r in self.rules)
+
     def keeps(self, finding: Finding) -> bool:
         return self.codes_kept(finding.path, (finding.code,))[finding.code]
 
