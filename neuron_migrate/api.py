@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.baseline import Baseline
@@ -23,39 +22,95 @@ from neuron_migrate.source import DEFAULT_MAX_BYTES
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
 
 
-@dataclass
 class ScanReport:
-    root: str
-    target: str
-    torch_version: str
-    # The reported findings (not suppressed), file by file; `findings` decodes them.
-    files: list[FileFindings] = field(default_factory=list)
-    errors: list[FileError] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    unmapped_apis: Counter[str] = field(default_factory=Counter)
-    files_total: int = 0
-    files_analyzed: int = 0
-    files_prefiltered: int = 0
-    files_cached: int = 0
-    elapsed_s: float = 0.0
-    fail_on: frozenset[str] = frozenset()
-    files_done: int = 0
-    # How much of torch's public API the API->aten map covers: (mapped, considered).
-    api_map_coverage: tuple[int, int] = (0, 0)
-    base: str = "."  # the folder report paths are relative to, as given
-    suppressed: list[SuppressedFinding] = field(default_factory=list)
-    unused_suppressions: list[Suppression] = field(default_factory=list)
-    baseline: Baseline | None = None
-    policy: Policy | None = None  # per-path fail-on overrides; None: `fail_on` everywhere
-    shard: tuple[int, int] | None = None
-    changed_since: str | None = None
-    config_path: str | None = None
+    """What a scan found, and what the report and the gate need to say about it. (A plain
+    class: see `neuron_migrate.records` for why not a dataclass.)"""
 
-    _fail_on_by_path: dict[str, frozenset[str]] = field(
-        default_factory=dict, repr=False, compare=False
+    __slots__ = (
+        "_decoded",
+        "_fail_on_by_path",
+        "_totals",
+        "api_map_coverage",
+        "base",
+        "baseline",
+        "changed_since",
+        "config_path",
+        "elapsed_s",
+        "errors",
+        "fail_on",
+        "files",
+        "files_analyzed",
+        "files_cached",
+        "files_done",
+        "files_prefiltered",
+        "files_total",
+        "policy",
+        "root",
+        "shard",
+        "skipped",
+        "suppressed",
+        "target",
+        "torch_version",
+        "unmapped_apis",
+        "unused_suppressions",
     )
-    _decoded: tuple[int, list[Finding]] | None = field(default=None, repr=False, compare=False)
-    _totals: tuple[int, dict[Kind, int]] | None = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        root: str,
+        target: str,
+        torch_version: str,
+        files: list[FileFindings] | None = None,
+        errors: list[FileError] | None = None,
+        skipped: list[dict[str, str]] | None = None,
+        unmapped_apis: Counter[str] | None = None,
+        files_total: int = 0,
+        files_analyzed: int = 0,
+        files_prefiltered: int = 0,
+        files_cached: int = 0,
+        elapsed_s: float = 0.0,
+        fail_on: frozenset[str] = frozenset(),
+        files_done: int = 0,
+        api_map_coverage: tuple[int, int] = (0, 0),
+        base: str = ".",
+        suppressed: list[SuppressedFinding] | None = None,
+        unused_suppressions: list[Suppression] | None = None,
+        baseline: Baseline | None = None,
+        policy: Policy | None = None,
+        shard: tuple[int, int] | None = None,
+        changed_since: str | None = None,
+        config_path: str | None = None,
+    ) -> None:
+        self.root = root
+        self.target = target
+        self.torch_version = torch_version
+        # The reported findings (not suppressed), file by file; `findings` decodes them.
+        self.files: list[FileFindings] = [] if files is None else files
+        self.errors: list[FileError] = [] if errors is None else errors
+        self.skipped: list[dict[str, str]] = [] if skipped is None else skipped
+        self.unmapped_apis: Counter[str] = Counter() if unmapped_apis is None else unmapped_apis
+        self.files_total = files_total
+        self.files_analyzed = files_analyzed
+        self.files_prefiltered = files_prefiltered
+        self.files_cached = files_cached
+        self.elapsed_s = elapsed_s
+        self.fail_on = fail_on
+        self.files_done = files_done
+        # How much of torch's public API the API->aten map covers: (mapped, considered).
+        self.api_map_coverage = api_map_coverage
+        self.base = base  # the folder report paths are relative to, as given
+        self.suppressed: list[SuppressedFinding] = [] if suppressed is None else suppressed
+        self.unused_suppressions: list[Suppression] = (
+            [] if unused_suppressions is None else unused_suppressions
+        )
+        self.baseline = baseline
+        self.policy = policy  # per-path fail-on overrides; None: `fail_on` everywhere
+        self.shard = shard
+        self.changed_since = changed_since
+        self.config_path = config_path
+        self._fail_on_by_path: dict[str, frozenset[str]] = {}
+        self._decoded: tuple[int, list[Finding]] | None = None
+        self._totals: tuple[int, dict[Kind, int]] | None = None
 
     @property
     def findings(self) -> list[Finding]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from neuron_migrate import __version__
 from neuron_migrate.errors import DataFileError
@@ -22,8 +21,7 @@ KIND = "neuron-migrate-baseline"
 SCHEMA_VERSION = "1"
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(NamedTuple):
     path: str
     fingerprints: frozenset[str]
     entries: int

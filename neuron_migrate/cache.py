@@ -16,7 +16,6 @@ import pickle
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 
 from neuron_migrate.errors import CacheError
@@ -287,10 +286,10 @@ def _delete_segments(folder: Path, merged: set[str], live: set[str]) -> None:
 # a tuple inside it: plain tuples load several times faster than pickled dataclasses, and a
 # re-scan loads one a file.
 # All but `from_cache`, the last field, which a lookup sets.
-_RESULT_FIELDS = tuple(f.name for f in fields(ScannedFile))[:-1]
-_TABLE_FIELDS = tuple(f.name for f in fields(FileFindings) if f.name != "rows")
+_RESULT_FIELDS = ScannedFile._fields[:-1]
+_TABLE_FIELDS = tuple(name for name in FileFindings._fields if name != "rows")
 _FINDINGS_AT = _RESULT_FIELDS.index("findings")
-_ROWS_AT = [f.name for f in fields(FileFindings)].index("rows")
+_ROWS_AT = FileFindings._fields.index("rows")
 
 
 def _entry(result: ScannedFile) -> tuple[bytes, bytes]:

@@ -24,7 +24,6 @@ import fnmatch
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,8 +43,7 @@ class Override(NamedTuple):
     fail_on: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     path: Path | None = None  # the pyproject.toml it came from; None: defaults only
     target: str | None = None
     fail_on: tuple[str, ...] | None = None
@@ -225,8 +223,7 @@ class PathRule(NamedTuple):
     fail_on: frozenset[str] | None = None
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """What the scan keeps and what fails the gate, after config and flags are merged.
 
     `prefix` turns a report path (relative to the scanned folder) into a path relative to the
@@ -237,7 +234,7 @@ class Policy:
     fail_on: frozenset[str] = frozenset({"unsupported"})
     rules: tuple[PathRule, ...] = ()
     prefix: str = ""
-    exclude: tuple[str, ...] = field(default=())  # config globs, config-relative
+    exclude: tuple[str, ...] = ()  # config globs, config-relative
 
     def config_path(self, path: str) -> str:
         return self.prefix + path
@@ -345,4 +342,4 @@ def with_baseline_path(config: Config) -> Config:
     """`baseline` made absolute against the config file's folder."""
     if config.baseline is None or config.folder is None:
         return config
-    return replace(config, baseline=str(config.folder / config.baseline))
+    return config._replace(baseline=str(config.folder / config.baseline))

@@ -17,10 +17,10 @@ import json
 import sys
 from array import array
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from neuron_migrate.findings import Finding
+from neuron_migrate.records import Record
 from neuron_migrate.row_store import Piece, StoredBytes
 
 # The encoder of `json.dumps(..., separators=(", ", ": "))`, built once instead of per row.
@@ -73,21 +73,34 @@ def with_run_keys(row: bytes, baseline: str | None, gate: bool) -> bytes:
 Kind = tuple[str, str, str, bool]
 
 
-@dataclass(frozen=True)
-class FileFindings:
+class FileFindings(Record):
     """The findings of one file, in report order, as JSON rows with their counted fields.
+    Never changed once made.
 
     The counted fields are kept per kind, not per finding: a file of a thousand findings holds
     a dozen kinds, so the cache stores (and a re-scan unpickles) a few small tuples and packed
     integers instead of thousands of strings, and the summary and the gate count kinds."""
 
-    path: str
-    rows: bytes | StoredBytes  # `finding_row`s joined by ROW_SEPARATOR; cached: in a segment
-    row_ends: bytes  # packed `_OFFSET`s: where each row ends in `rows`
-    kinds: tuple[Kind, ...]  # the distinct kinds, in order of first finding
-    kind_counts: tuple[int, ...]  # how many findings have each kind
-    kind_of: bytes  # packed `_INDEX`es: each finding's index in `kinds`
-    fingerprint_lines: str  # the findings' fingerprints, one a line
+    _fields = ("path", "rows", "row_ends", "kinds", "kind_counts", "kind_of", "fingerprint_lines")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        path: str,
+        rows: bytes | StoredBytes,
+        row_ends: bytes,
+        kinds: tuple[Kind, ...],
+        kind_counts: tuple[int, ...],
+        kind_of: bytes,
+        fingerprint_lines: str,
+    ) -> None:
+        self.path = path
+        self.rows = rows  # `finding_row`s joined by ROW_SEPARATOR; cached: in a segment
+        self.row_ends = row_ends  # packed `_OFFSET`s: where each row ends in `rows`
+        self.kinds = kinds  # the distinct kinds, in order of first finding
+        self.kind_counts = kind_counts  # how many findings have each kind
+        self.kind_of = kind_of  # packed `_INDEX`es: each finding's index in `kinds`
+        self.fingerprint_lines = fingerprint_lines  # the findings' fingerprints, one a line
 
     @classmethod
     def of(cls, path: str, findings: Iterable[Finding]) -> FileFindings:

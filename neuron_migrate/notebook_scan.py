@@ -4,7 +4,6 @@ engine analyses it like any source file, and every finding is moved back to its 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from neuron_migrate.analysis import analyze_source
 from neuron_migrate.cache import NoCache, ResultCache, file_key
@@ -64,9 +63,9 @@ def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFil
 def _located(result: FileResult, split: SplitNotebook) -> FileResult:
     if result.error is not None:
         reason = _AT_LINE.sub(lambda m: _where(split, int(m.group(1))), result.error.reason)
-        return replace(result, error=result.error._replace(reason=reason))
+        return result._replace(error=result.error._replace(reason=reason))
     findings = [_move(f, split) for f in result.findings]
-    return replace(result, findings=tuple(f for f in findings if f is not None))
+    return result._replace(findings=tuple(f for f in findings if f is not None))
 
 
 def _where(split: SplitNotebook, line: int) -> str:
@@ -80,7 +79,7 @@ def _move(finding: Finding, split: SplitNotebook) -> Finding | None:
         return None  # on a sentinel line: not the user's code
     end = split.locate(finding.end_line)
     end_line = end[1] if end is not None and end[0] == start[0] else start[1]
-    return replace(finding, cell=start[0], line=start[1], end_line=end_line)
+    return finding._replace(cell=start[0], line=start[1], end_line=end_line)
 
 
 def _located_suppressions(split: SplitNotebook, display: str) -> list[Suppression]:

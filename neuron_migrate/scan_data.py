@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -27,8 +26,7 @@ if TYPE_CHECKING:  # loaded only when a file is analysed or the snapshot is made
     from neuron_migrate.ruleset import RuleSet
 
 
-@dataclass
-class Context:
+class Context(NamedTuple):
     """What classification reads: the matrix for the target, the API map, the rules."""
 
     matrix: Matrix

@@ -8,25 +8,49 @@ when the report is assembled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
 from neuron_migrate.file_findings import FileFindings
 from neuron_migrate.findings import FileError, FileResult
+from neuron_migrate.records import Record
 from neuron_migrate.suppressions import SuppressedFinding, Suppression, apply_suppressions
 
 
-@dataclass
-class ScannedFile:
-    path: str
-    findings: FileFindings | None = None  # reported: not suppressed by the file's comments
-    suppressed: tuple[SuppressedFinding, ...] = ()
-    unused_suppressions: tuple[Suppression, ...] = ()
-    unmapped_apis: dict[str, int] = field(default_factory=dict)
-    error: FileError | None = None
-    skipped: str | None = None  # why the file was not analysed (an empty file)
-    prefiltered: bool = False  # holds none of the prefilter's words: never parsed
-    from_cache: bool = False  # set on the copy a cache lookup returns
+class ScannedFile(Record):
+    _fields = (
+        "path",
+        "findings",
+        "suppressed",
+        "unused_suppressions",
+        "unmapped_apis",
+        "error",
+        "skipped",
+        "prefiltered",
+        "from_cache",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        path: str,
+        findings: FileFindings | None = None,
+        suppressed: tuple[SuppressedFinding, ...] = (),
+        unused_suppressions: tuple[Suppression, ...] = (),
+        unmapped_apis: Mapping[str, int] | None = None,
+        error: FileError | None = None,
+        skipped: str | None = None,
+        prefiltered: bool = False,
+        from_cache: bool = False,
+    ) -> None:
+        self.path = path
+        self.findings = findings  # reported: not suppressed by the file's comments
+        self.suppressed = suppressed
+        self.unused_suppressions = unused_suppressions
+        self.unmapped_apis: Mapping[str, int] = {} if unmapped_apis is None else unmapped_apis
+        self.error = error
+        self.skipped = skipped  # why the file was not analysed (an empty file)
+        self.prefiltered = prefiltered  # holds none of the prefilter's words: never parsed
+        self.from_cache = from_cache  # set on the copy a cache lookup returns
 
 
 def scanned(result: FileResult, suppressions: Sequence[Suppression] = ()) -> ScannedFile:

@@ -7,9 +7,7 @@ same words.
 from __future__ import annotations
 
 import errno
-import io
 import os
-import tokenize
 from typing import NamedTuple
 
 from neuron_migrate.findings import FileError
@@ -62,6 +60,9 @@ def _read_all(fd: int, size: int) -> bytes:
 
 def decode(data: bytes, display: str) -> SourceFile | FileError:
     """Decode as Python does: a PEP 263 coding cookie or BOM, else UTF-8."""
+    import io
+    import tokenize  # here: a re-scan that the cache answers decodes nothing
+
     if b"\x00" in data:
         return FileError(display, "binary file (contains NUL bytes), not Python source", "binary")
     try:

@@ -10,11 +10,8 @@ A suppression that matches no finding is reported, so stale ones do not pile up.
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from neuron_migrate.findings import Finding
@@ -67,15 +64,17 @@ class SuppressedFinding(NamedTuple):
         return {**self.finding.to_json(), "suppression": self.kind, "reason": self.reason}
 
 
-@dataclass
-class Applied:
-    kept: list[Finding] = field(default_factory=list)
-    suppressed: list[SuppressedFinding] = field(default_factory=list)
-    unused: list[Suppression] = field(default_factory=list)
+class Applied(NamedTuple):
+    kept: list[Finding]
+    suppressed: list[SuppressedFinding]
+    unused: list[Suppression]
 
 
 def parse_suppressions(text: str, path: str, cell: int | None = None) -> list[Suppression]:
     """Every directive in `text` (Python source). Comments only: never text inside strings."""
+    import io
+    import tokenize  # here: most files hold no directive, and most scans never tokenize
+
     comments: list[tuple[int, str, bool]] = []  # (line, text, alone on its line)
     code_lines: set[int] = set()
     try:
@@ -116,7 +115,7 @@ def parse_suppressions(text: str, path: str, cell: int | None = None) -> list[Su
 def apply_suppressions(findings: Iterable[Finding], suppressions: list[Suppression]) -> Applied:
     """Split findings into kept and suppressed; directives (or codes) that matched nothing are
     returned as unused, one entry per unused code."""
-    out = Applied()
+    out = Applied([], [], [])
     used: set[tuple[Suppression, str]] = set()
     for finding in findings:
         hit = next((s for s in suppressions if s.covers(finding)), None)

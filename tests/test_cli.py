@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from neuron_migrate.cli import parse
+from neuron_migrate.cli import build_parser, parse
+from neuron_migrate.cli.commands import cleandoc
 from neuron_migrate.cli.run import command_after_dashes
 from tests.cli import invoke
 
@@ -101,3 +104,35 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def _handlers(parser: argparse.ArgumentParser) -> list[object]:
+    """Every command's handler, groups' commands included."""
+    found: list[object] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                handler = sub.get_default("handler")
+                found += [handler] if handler is not None else _handlers(sub)
+    return found
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        *(h.__doc__ for h in _handlers(build_parser()) if h.__doc__),
+        "",
+        "one line",
+        "  first\n\n      indented\n    less\n\t tab\n   \n",
+        "\n\n    starts low\n      deeper\n\n",
+    ],
+)
+def test_command_help_cleans_docstrings_as_inspect_does(doc: str) -> None:
+    # `cleandoc` stands in for `inspect.cleandoc`, whose import every run would pay for.
+    assert cleandoc(doc) == inspect.cleandoc(doc)
+
+
+def test_every_command_has_a_handler_with_a_docstring() -> None:
+    handlers = _handlers(build_parser())
+    assert len(handlers) >= 8
+    assert all(h.__doc__ for h in handlers)

@@ -7,7 +7,6 @@ torch ops and APIs through the API->aten map and the versioned compatibility mat
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from neuron_migrate.analyzer.sites import Site
 from neuron_migrate.findings import Finding, fingerprint
@@ -40,10 +39,12 @@ _EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "reta
 _GRAPH_DEPENDENT = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 
 
-@dataclass
 class FileClassification:
-    findings: list[Finding] = field(default_factory=list)
-    unmapped_apis: Counter[str] = field(default_factory=Counter)
+    __slots__ = ("findings", "unmapped_apis")
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.unmapped_apis: Counter[str] = Counter()
 
 
 class _Classifier:

@@ -18,7 +18,6 @@ The scan and the codemod share this model; nothing else resolves names.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 # How a report names the meaning of a binding that is not an import (a def, a class, a
@@ -51,25 +50,38 @@ _IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign})
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
-@dataclass(eq=False)
 class Binding:
-    """One place where a name is bound in a scope."""
+    """One place where a name is bound in a scope. (Plain classes, compared by identity: see
+    `neuron_migrate.records` for why not dataclasses.)"""
 
-    kind: str  # "import" | "alias" | "local" | "none"
-    qualname: str | None = None  # for imports: the module or object imported
-    alias_of: ast.expr | None = None  # for `f = xm.mark_step`: the expression aliased
-    node: ast.AST | None = None  # the statement or alias node that binds
-    guarded: bool = False
-    used: bool = False
+    __slots__ = ("alias_of", "guarded", "kind", "node", "qualname", "used")
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        qualname: str | None = None,
+        alias_of: ast.expr | None = None,
+        node: ast.AST | None = None,
+        guarded: bool = False,
+    ) -> None:
+        self.kind = kind  # "import" | "alias" | "local" | "none"
+        self.qualname = qualname  # for imports: the module or object imported
+        self.alias_of = alias_of  # for `f = xm.mark_step`: the expression aliased
+        self.node = node  # the statement or alias node that binds
+        self.guarded = guarded
+        self.used = False
 
 
-@dataclass(eq=False)
 class Scope:
-    kind: str  # "module" | "class" | "function" | "comprehension"
-    parent: Scope | None
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    global_names: set[str] = field(default_factory=set)
-    nonlocal_names: set[str] = field(default_factory=set)
+    __slots__ = ("bindings", "global_names", "kind", "nonlocal_names", "parent")
+
+    def __init__(self, kind: str, parent: Scope | None) -> None:
+        self.kind = kind  # "module" | "class" | "function" | "comprehension"
+        self.parent = parent
+        self.bindings: dict[str, list[Binding]] = {}
+        self.global_names: set[str] = set()
+        self.nonlocal_names: set[str] = set()
 
     def bind(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)

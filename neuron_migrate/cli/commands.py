@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect  # loaded anyway, by dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -48,10 +47,25 @@ class DescriptionAsWritten(argparse.RawDescriptionHelpFormatter, HelpFormatter):
     """A command's description printed as written, lines and paragraphs kept."""
 
 
+def cleandoc(doc: str) -> str:
+    """What `inspect.cleandoc` makes of a docstring, without importing `inspect` (a few ms of
+    every run): the first line stripped, the common indent of the others removed, and blank
+    lines at either end dropped."""
+    lines = doc.expandtabs().split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.lstrip()]
+    margin = min(indents, default=0)
+    lines = [lines[0].lstrip()] + [line[margin:] for line in lines[1:]]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
 def add_command(commands: Commands, name: str, handler: Handler) -> argparse.ArgumentParser:
     """A command whose help is its handler's docstring: the first line in the list of
     commands, all of it under `COMMAND --help`."""
-    doc = inspect.cleandoc(handler.__doc__ or "")
+    doc = cleandoc(handler.__doc__ or "")
     parser = commands.add_parser(
         name,
         help=doc.split("\n", 1)[0],

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError, UsageError
@@ -24,8 +23,7 @@ _cache: dict[str, ApiMap] = {}
 _lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class ApiMap:
+class ApiMap(NamedTuple):
     torch_minor: str
     torch_version: str
     path: str

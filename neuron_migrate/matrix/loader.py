@@ -177,7 +177,7 @@ class _Parser:
             memory_formats=self.memory_formats(top.get("memory_formats")),
             compile=self.compile(top.get("compile")),
             summary=self.text(top, "summary", "", required=False),
-            _by_base={k: tuple(v) for k, v in by_base.items()},
+            by_base={k: tuple(v) for k, v in by_base.items()},
         )
 
     def evidence(self, value: Any) -> dict[str, Evidence]:

@@ -1,14 +1,13 @@
 """The records a compatibility matrix is made of, and the queries on it.
 
-The records are named tuples: every scan process defines and loads them, and a named tuple costs
-a fraction of a frozen dataclass to define (no generated methods) and to unpickle. The matrix
-holding them is a frozen dataclass. All pickle across a process pool. No torch here.
+The records, and the matrix holding them, are named tuples: every scan process defines and loads
+them, and a named tuple costs a fraction of a frozen dataclass to define (no generated methods)
+and to unpickle. All pickle across a process pool. No torch here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from neuron_migrate.matrix.names import normalize_dtype, normalize_memory_format, normalize_op
@@ -95,8 +94,7 @@ class CompileRules(NamedTuple):
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Matrix:
+class Matrix(NamedTuple):
     """One torch-neuronx version's compatibility matrix, loaded and validated."""
 
     version: str
@@ -112,7 +110,7 @@ class Matrix:
     compile: CompileRules
     summary: str = ""
     # base name -> listed overloads, built once; used when a query names no overload.
-    _by_base: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+    by_base: Mapping[str, tuple[str, ...]] = {}  # read, never changed
 
     # --- ops -------------------------------------------------------------------------------
 
@@ -134,7 +132,7 @@ class Matrix:
                 note = f"no entry for this overload; status of {base}"
                 return OpVerdict(name, entry.status, entry.source, note)
         else:
-            listed = self._by_base.get(base, ())
+            listed = self.by_base.get(base, ())
             statuses = {self.ops[o].status for o in listed}
             if len(statuses) == 1:
                 first = self.ops[listed[0]]
@@ -147,7 +145,7 @@ class Matrix:
 
     def overloads_of(self, op: str) -> tuple[str, ...]:
         """Listed overloads sharing the base name of ``op`` (``aten::add`` -> add.Tensor, ...)."""
-        return self._by_base.get(normalize_op(op).partition(".")[0], ())
+        return self.by_base.get(normalize_op(op).partition(".")[0], ())
 
     def ops_with_status(self, status: str) -> tuple[str, ...]:
         return tuple(sorted(name for name, e in self.ops.items() if e.status == status))

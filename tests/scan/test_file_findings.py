@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import fields, replace
 
 import pytest
 
@@ -49,7 +48,7 @@ def _reference_row(finding: Finding, baseline: str | None, gate: bool) -> bytes:
 
 
 def test_to_json_lists_every_field_in_order() -> None:
-    assert list(_finding(1).to_json()) == [f.name for f in fields(Finding)]
+    assert list(_finding(1).to_json()) == list(Finding._fields)
 
 
 def test_rows_are_the_reports_rows_and_decode_back() -> None:
@@ -81,7 +80,7 @@ def test_where_keeps_rows_and_fields_together() -> None:
 
 def test_group_by_file_gives_one_table_a_file_in_path_order() -> None:
     a, b = _finding(1, path="b.py"), _finding(2, path="a.py")
-    tables = group_by_file([a, b, replace(a, line=9)])
+    tables = group_by_file([a, b, a._replace(line=9)])
     assert [t.path for t in tables] == ["a.py", "b.py"]
     assert [len(t) for t in tables] == [1, 2]
 
