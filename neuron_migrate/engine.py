@@ -21,7 +21,7 @@ from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
-from neuron_migrate.stat_index import PREFILTERED, StatIndex
+from neuron_migrate.stat_index import EMPTY, PREFILTERED, StatIndex
 from neuron_migrate.stat_index import index_name as stat_index_name
 from neuron_migrate.suppressions import MARKER, parse_suppressions
 
@@ -178,7 +178,7 @@ def _prepared(
         for s, outcome in zip(group, outcomes, strict=True)
     ]
     keys = [
-        outcome or _key_of(item, digest, source.display)
+        _key_of(item, digest, source.display) if outcome is None else _recalled_key(outcome)
         for source, outcome, item in zip(group, outcomes, data, strict=True)
     ]
     cached = cache.get_many([key for key in keys if key])
@@ -186,6 +186,9 @@ def _prepared(
         display = source.display
         if outcome == PREFILTERED:
             yield prefiltered(display), None, ""
+            continue
+        if outcome == EMPTY:
+            yield ScannedFile(display, skipped="empty file"), None, ""
             continue
         if (hit := cached.get(key)) is not None:
             hit.from_cache = True
@@ -199,6 +202,7 @@ def _prepared(
         if isinstance(item, FileError):
             yield ScannedFile(display, error=item), None, ""
         elif _blank(item):
+            index.remember(source.path, display, sig, EMPTY)
             yield ScannedFile(display, skipped="empty file"), None, ""
         elif not key:
             if MARKER not in item:
@@ -207,6 +211,10 @@ def _prepared(
         else:
             index.remember(source.path, display, sig, key)
             yield None, (item, display), key
+
+
+def _recalled_key(outcome: str) -> str:
+    return "" if outcome in (PREFILTERED, EMPTY) else outcome
 
 
 def _key_of(data: bytes | FileError | None, digest: str, display: str) -> str:

@@ -3,7 +3,7 @@ under the stat signature the file had then.
 
 A re-scan of an unchanged tree would otherwise read and hash every file only to find it in the
 cache. Here a file whose signature (size, mtime, ctime, inode, device) is the one recorded
-answers from the record: the cache key its bytes had, or "prefiltered". ctime is part of it
+answers from the record: the cache key its bytes had, "prefiltered" or "empty". ctime is part of it
 because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`) still
 moves ctime (on POSIX; Windows reports the creation time there, so a same-size rewrite that
 restores the mtime goes unseen, as it does for git). As in git's index, a record is kept only
@@ -22,8 +22,9 @@ import os
 import pickle
 import time
 
-# Outcomes: a cache key (64 hex digits), or this for a file the prefilter skipped.
-PREFILTERED = ""
+# Outcomes: a cache key (64 hex digits), or one of these, which are not keys.
+PREFILTERED = ""  # a file the prefilter skipped
+EMPTY = "empty"  # an empty (or whitespace-only) file: nothing to analyse
 
 Signature = tuple[int, int, int, int, int]
 # A record: the file's signature, its display path (the key depends on it), its outcome.

@@ -58,6 +58,8 @@ def test_an_unchanged_tree_is_rescanned_without_reading_a_file(
     tree, cache = tmp_path / "tree", tmp_path / "cache"
     shutil.copytree(FIXTURES / "analyze", tree)
     (tree / "plain.py").write_text("def add(a, b):\n    return a + b\n")
+    (tree / "__init__.py").write_text("")
+    (tree / "blank.py").write_text("\n   \n")
     first = api.scan(tree, jobs=1, cache_dir=cache)
     assert len(reads) == first.files_total
     reads.clear()
@@ -66,6 +68,24 @@ def test_an_unchanged_tree_is_rescanned_without_reading_a_file(
     assert _rows(again) == _rows(first) and _counts(again) == _counts(first)
     assert again.files_cached == again.files_analyzed > 0
     assert again.files_prefiltered >= 1
+    assert again.skipped == first.skipped
+    assert {s["path"] for s in again.skipped} >= {"__init__.py", "blank.py"}
+
+
+def test_an_empty_file_that_gets_code_is_read_and_analysed(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    tree.mkdir()
+    (tree / "m.py").write_text("")
+    assert api.scan(tree, jobs=1, cache_dir=cache).skipped == [
+        {"path": "m.py", "reason": "empty file"}
+    ]
+    (tree / "m.py").write_text(XLA)
+    reads.clear()
+    report = api.scan(tree, jobs=1, cache_dir=cache)
+    assert reads == ["m.py"] and report.skipped == []
+    assert [f.api for f in report.findings] == ["torch_xla.core.xla_model.mark_step"]
 
 
 def test_a_rewrite_that_restores_size_and_mtime_is_read_again(
