@@ -128,8 +128,8 @@ def index(key: str, title: str, root: Path, workdir: Path) -> Corpus:
     )
 
 
-def file_to_change(corpus: Corpus) -> Path:
+def file_to_change(files: list[Path]) -> Path:
     """A median-sized file that holds torch_xla (or any file): the one-changed-file row's edit."""
-    candidates = [p for p in corpus.files if b"torch_xla" in p.read_bytes()] or corpus.files
+    candidates = [p for p in files if b"torch_xla" in p.read_bytes()] or files
     by_size = sorted(candidates, key=lambda p: (p.stat().st_size, str(p)))
     return by_size[len(by_size) // 2]

@@ -111,9 +111,14 @@ def compile_bytecode() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=False)
 
 
-def find_tools(args: argparse.Namespace, workdir: Path) -> Tools:
+def neuron_migrate_command() -> list[str]:
+    """The installed console script, as a user runs it; `python -m` where there is none."""
     script = Path(sys.executable).with_name("neuron-migrate")
-    scan = [str(script)] if script.exists() else [sys.executable, "-m", "neuron_migrate"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "neuron_migrate"]
+
+
+def find_tools(args: argparse.Namespace, workdir: Path) -> Tools:
+    scan = neuron_migrate_command()
     help_run = subprocess.run([*scan, "rewrite", "--help"], capture_output=True, text=True)
     if help_run.returncode == 0:
         jobs = ["-j", str(args.jobs)] if "--jobs" in help_run.stdout else []
@@ -178,7 +183,7 @@ def bench_corpus(
         if key in rows and not rows[key].note:
             rows[key].note = f"skipped (--skip {key})"
     scan = [*tools.scan, "scan", "--format", "json", "-j", jobs]
-    changed = corpora.file_to_change(corpus)
+    changed = corpora.file_to_change(corpus.files)
     original = changed.read_bytes()
     report = workdir / "out" / f"{corpus.key}-scan.json"
     report.parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,35 @@ def test_bench_prints_the_table(tmp_path: Path) -> None:
         assert label in out, label
     assert "failed" not in out, out
     assert "scan JSON ok" in done.stderr, done.stderr
+
+
+def test_in_process_rescans_print_both_ways(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "rescan_in_process.py"),
+            *("--files", "24", "--runs", "1", "--jobs", "2", "--workdir", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("cold scan (fresh cache, fresh process): ")
+    for label in ("warm (unchanged)", "1 file changed"):
+        (row,) = [line for line in lines if line.startswith(label)]
+        assert row.count(" ms ") == 2 and row.count("%") == 2, row
+    # The long-lived process wrote the whole JSON report, and the edited file is restored.
+    report = json.loads((tmp_path / "out" / "in-process-b.json").read_text())
+    assert report["summary"]["files"]["total"] >= 24
+    sys.path.insert(0, str(BENCH))
+    try:
+        import gen_monorepo
+    finally:
+        sys.path.remove(str(BENCH))
+    fresh = tmp_path / "fresh"
+    gen_monorepo.generate(fresh, 24, seed=7)
+    used = tmp_path / "monorepo-24"
+    for path in fresh.rglob("*.py"):
+        assert (used / path.relative_to(fresh)).read_bytes() == path.read_bytes(), path
