@@ -2,8 +2,9 @@
 
 The immutable records are named tuples and these are plain classes, not dataclasses: every
 scan process imports a dozen records, and a dataclass costs about 0.7 ms to define (its
-methods are compiled from source when its module is imported), plus the import of
-`dataclasses` itself, which loads `inspect`; a re-scan that the cache answers takes 150 ms.
+methods are compiled from source when its module is imported), besides the import of
+`dataclasses` itself, which loads `inspect` -- together a tenth of a re-scan that the cache
+answers (bench/README.md).
 """
 
 from __future__ import annotations

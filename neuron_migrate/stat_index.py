@@ -3,12 +3,12 @@ under the stat signature the file had then.
 
 A re-scan of an unchanged tree would otherwise read and hash every file only to find it in the
 cache. Here a file whose signature (size, mtime, ctime, inode, device) is the one recorded
-answers from the record: the cache key its bytes had, "prefiltered" or "empty". ctime is part of it
-because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`) still
-moves ctime (on POSIX; Windows reports the creation time there, so a same-size rewrite that
-restores the mtime goes unseen, as it does for git). As in git's index, a record is kept only
-for a file whose mtime and ctime were both already `_SETTLED_NS` in the past when it was read,
-so that a second write within the filesystem's timestamp granularity cannot leave the
+answers from the record: the cache key its bytes had, "prefiltered" or "empty". ctime is part
+of it because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`)
+still moves ctime (on POSIX; Windows reports the creation time there, so a same-size rewrite
+that restores the mtime goes unseen, as it does for git). As in git's index, a record is kept
+only for a file whose mtime and ctime were both already `_SETTLED_NS` in the past when it was
+read, so that a second write within the filesystem's timestamp granularity cannot leave the
 signature as it was.
 
 The records of one scan are one entry of the result cache, named by the working folder and the
