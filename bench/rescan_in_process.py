@@ -29,9 +29,9 @@ import corpora
 from scan_bench import compile_bytecode, corpora_jobs, measured, neuron_migrate_command
 
 from neuron_migrate.discover import discover
-from neuron_migrate.stat_index import _SETTLED_NS
+from neuron_migrate.stat_index import SETTLED_NS
 
-SETTLE_S = _SETTLED_NS / 1e9 + 0.2
+SETTLE_S = SETTLED_NS / 1e9 + 0.2
 
 
 def serve() -> int:
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     changed.write_bytes(original)
             # The file put back was written just now, and the stat index records only files
-            # written `_SETTLED_NS` before a scan: let it settle, and re-scan once unmeasured,
+            # written `SETTLED_NS` before a scan: let it settle, and re-scan once unmeasured,
             # so that the next warm rows find the tree as recorded.
             time.sleep(SETTLE_S)
             server.run(argv_scan, report)

@@ -12,7 +12,7 @@ from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
 from neuron_migrate.config import Config, Policy, make_policy, resolve_config
 from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
-from neuron_migrate.file_findings import FileFindings, Kind
+from neuron_migrate.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
@@ -179,8 +179,7 @@ class ScanReport:
             if not self.files:
                 return 0
             fail_on = self.fail_on_for(self.files[0].path)  # every file's: count the totals
-            totals = self.kind_totals().items()
-            return sum(count for (_, status, _, _), count in totals if status in fail_on)
+            return counted_with_status(self.kind_totals().items(), fail_on)
         return sum(map(self.failing_in, self.files))
 
     @property

@@ -19,7 +19,7 @@ from neuron_migrate.discover import SourcePath, may_hold_findings
 from neuron_migrate.findings import FileError
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
-from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
+from neuron_migrate.scanned import ScannedFile, empty, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.stat_index import EMPTY, PREFILTERED, StatIndex
 from neuron_migrate.stat_index import index_name as stat_index_name
@@ -188,7 +188,7 @@ def _prepared(
             yield prefiltered(display), None, ""
             continue
         if outcome == EMPTY:
-            yield ScannedFile(display, skipped="empty file"), None, ""
+            yield empty(display), None, ""
             continue
         if (hit := cached.get(key)) is not None:
             hit.from_cache = True
@@ -203,7 +203,7 @@ def _prepared(
             yield ScannedFile(display, error=item), None, ""
         elif _blank(item):
             index.remember(source.path, display, sig, EMPTY)
-            yield ScannedFile(display, skipped="empty file"), None, ""
+            yield empty(display), None, ""
         elif not key:
             if MARKER not in item:
                 index.remember(source.path, display, sig, PREFILTERED)

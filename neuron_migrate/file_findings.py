@@ -158,8 +158,7 @@ class FileFindings(Record):
 
     def count_with_status(self, statuses: Container[str]) -> int:
         """How many findings have one of `statuses`."""
-        kinds = zip(self.kinds, self.kind_counts, strict=True)
-        return sum(count for (_, status, _, _), count in kinds if status in statuses)
+        return counted_with_status(zip(self.kinds, self.kind_counts, strict=True), statuses)
 
     def positions_with_status(self, statuses: Container[str]) -> list[int]:
         """The positions of the findings that have one of `statuses`."""
@@ -207,6 +206,11 @@ class FileFindings(Record):
             _kept(kinds, keep),
             _kept(list(self.fingerprints), keep),
         )
+
+
+def counted_with_status(kind_counts: Iterable[tuple[Kind, int]], statuses: Container[str]) -> int:
+    """How many of the findings counted by kind have one of `statuses`."""
+    return sum(count for (_, status, _, _), count in kind_counts if status in statuses)
 
 
 # Packed integers: little-endian whatever the machine, so that a cache moves between machines.

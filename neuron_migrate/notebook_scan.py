@@ -12,7 +12,7 @@ from neuron_migrate.engine import ScanSettings
 from neuron_migrate.findings import FileError, FileResult, Finding
 from neuron_migrate.notebook import NotebookError, SplitNotebook, split_notebook
 from neuron_migrate.scan_data import config_digest
-from neuron_migrate.scanned import ScannedFile, prefiltered, scanned
+from neuron_migrate.scanned import ScannedFile, empty, prefiltered, scanned
 from neuron_migrate.source import read_bytes
 from neuron_migrate.suppressions import Suppression, parse_suppressions
 
@@ -28,7 +28,7 @@ def scan_notebook(
     if isinstance(data, FileError):
         return ScannedFile(display, error=data)
     if not data.strip():
-        return ScannedFile(display, skipped="empty file")
+        return empty(display)
     key = file_key(config_digest(settings.target), display, data)
     cached = cache.get(key)
     if cached is not None:

@@ -67,6 +67,11 @@ def scanned(result: FileResult, suppressions: Sequence[Suppression] = ()) -> Sca
     )
 
 
+def empty(path: str) -> ScannedFile:
+    """An empty (or whitespace-only) file: nothing to analyse, reported as skipped."""
+    return ScannedFile(path, skipped="empty file")
+
+
 def prefiltered(path: str, suppressions: Sequence[Suppression] = ()) -> ScannedFile:
     """A file the prefilter skipped; its suppression comments can only be unused."""
     unused = apply_suppressions((), list(suppressions)).unused

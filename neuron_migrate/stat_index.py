@@ -7,7 +7,7 @@ answers from the record: the cache key its bytes had, "prefiltered" or "empty". 
 of it because no user call sets it: a write that restores an old mtime (`touch -d`, `rsync -t`)
 still moves ctime (on POSIX; Windows reports the creation time there, so a same-size rewrite
 that restores the mtime goes unseen, as it does for git). As in git's index, a record is kept
-only for a file whose mtime and ctime were both already `_SETTLED_NS` in the past when it was
+only for a file whose mtime and ctime were both already `SETTLED_NS` in the past when it was
 read, so that a second write within the filesystem's timestamp granularity cannot leave the
 signature as it was.
 
@@ -31,7 +31,7 @@ Signature = tuple[int, int, int, int, int]
 _Record = tuple[Signature, str, str]
 
 # Coarser than any filesystem's timestamps (FAT's are 2 s).
-_SETTLED_NS = 3_000_000_000
+SETTLED_NS = 3_000_000_000
 
 
 def signature(path: str) -> Signature | None:
@@ -53,7 +53,7 @@ class StatIndex:
         self._enabled = enabled
         self._recorded: dict[str, _Record] = _loaded(blob)
         self._seen: dict[str, _Record] = {}
-        self._settled_before = time.time_ns() - _SETTLED_NS
+        self._settled_before = time.time_ns() - SETTLED_NS
 
     def signature(self, path: str) -> Signature | None:
         """The file's signature now; None when the index is off (a scan without a cache has

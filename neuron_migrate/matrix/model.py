@@ -1,8 +1,7 @@
 """The records a compatibility matrix is made of, and the queries on it.
 
-The records, and the matrix holding them, are named tuples: every scan process defines and loads
-them, and a named tuple costs a fraction of a frozen dataclass to define (no generated methods)
-and to unpickle. All pickle across a process pool. No torch here.
+The records, and the matrix holding them, are named tuples (see `neuron_migrate.records` for why
+not frozen dataclasses). All pickle across a process pool. No torch here.
 """
 
 from __future__ import annotations

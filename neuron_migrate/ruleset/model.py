@@ -1,8 +1,7 @@
 """The rule records: what a rule matches, how it rewrites, and the examples that test it.
 
 Rules are named tuples holding only tuples and strings, so they hash, pickle across the process
-pool and compare by value; every scan and rewrite process defines and loads them, and a named
-tuple costs a fraction of a frozen dataclass to define and to unpickle.
+pool and compare by value (see `neuron_migrate.records` for why not frozen dataclasses).
 """
 
 from __future__ import annotations

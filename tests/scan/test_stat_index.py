@@ -35,7 +35,7 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the engine reads. Every file counts as settled as soon as it is written (the
     real rule, 3 s, has a test of its own)."""
-    monkeypatch.setattr(stat_index, "_SETTLED_NS", -(10**12))
+    monkeypatch.setattr(stat_index, "SETTLED_NS", -(10**12))
     return _count_reads(monkeypatch)
 
 
