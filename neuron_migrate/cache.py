@@ -67,7 +67,7 @@ class ResultCache:
     def __init__(self, directory: Path) -> None:
         self.directory: Path | None = directory  # as NoCache has it: None there
         self._folder = directory
-        with _cache_errors(directory, "open"):
+        with cache_errors(directory, "open"):
             directory.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(directory / _DB_NAME)
             self._db.execute("PRAGMA mmap_size = 1073741824")
@@ -133,7 +133,7 @@ class ResultCache:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        with _cache_errors(self._folder, "write"):
+        with cache_errors(self._folder, "write"):
             self._commit(pending)
 
     def _commit(self, pending: list[tuple[str, bytes, bytes]]) -> None:
@@ -171,7 +171,7 @@ class ResultCache:
 
 
 @contextlib.contextmanager
-def _cache_errors(folder: Path, doing: str) -> Iterator[None]:
+def cache_errors(folder: Path, doing: str) -> Iterator[None]:
     """A cache folder that cannot be used (missing parent, read-only, full) as one line that
     names it; what was being written is not committed."""
     try:

@@ -1,5 +1,6 @@
-"""`rewrite` over a tree: read each file, migrate it, then show a diff, write it in place
-atomically, or write a migrated copy of the tree. One file failing never stops the run."""
+"""`rewrite` over a tree: read each file, migrate it (or find its result in the cache), then show
+a diff, write it in place atomically, or write a migrated copy of the tree. One file failing
+never stops the run."""
 
 from __future__ import annotations
 
@@ -15,16 +16,26 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate import __version__
-from neuron_migrate.codemod.context import Outcome
-from neuron_migrate.codemod.engine import RewriteFailed, rewrite_source
+from neuron_migrate.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
 from neuron_migrate.findings import FileError
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
+from neuron_migrate.rewrite_cache import (
+    CachedRewrite,
+    NoRewriteCache,
+    RewriteCache,
+    diff_header,
+    rewrite_key,
+    settings_digest,
+)
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.source import decode, read_bytes, syntax_error
+
+if TYPE_CHECKING:
+    from neuron_migrate.codemod.engine import SourceRewrite
 
 SCHEMA_VERSION = 1
 
@@ -40,6 +51,7 @@ class FileRewrite:
     outcomes: tuple[Outcome, ...] = ()
     error: FileError | None = None
     patch: str | None = None  # the diff, when made where the file was rewritten
+    from_cache: bool = False  # the result was stored by an earlier run
 
     @property
     def changed(self) -> bool:
@@ -79,61 +91,87 @@ class FileRewrite:
         }
 
 
+def rewrite_source(source: str, ruleset: RuleSet, *, unsafe: bool) -> SourceRewrite:
+    """`neuron_migrate.codemod.engine.rewrite_source`, which loads libcst: imported by the first
+    file migrated, so that a run the cache answers never loads it."""
+    from neuron_migrate.codemod.engine import rewrite_source as migrated
+
+    return migrated(source, ruleset, unsafe=unsafe)
+
+
 def rewrite_file(path: str, display: str, ruleset: RuleSet, *, unsafe: bool) -> FileRewrite:
     """Migrate one file; every failure comes back as a FileError, never as an exception."""
     data = read_bytes(path, display)
     if isinstance(data, FileError):
         return FileRewrite(path, display, error=data)
-    if not may_hold_findings(data):
-        return FileRewrite(path, display)
+    return rewrite_data(path, display, data, ruleset, unsafe=unsafe)
+
+
+class _Text(NamedTuple):
+    text: str  # what the rewrite reads: `FileRewrite.old`
+    encoding: str  # what the new text is written in
+    bom: bool
+
+
+def _text_of(display: str, data: bytes) -> _Text | FileError:
+    """A file's text as the rewrite reads it: a notebook's JSON, or the decoded source."""
     if display.endswith(NOTEBOOK_SUFFIX):
-        return _rewrite_notebook(path, display, data, ruleset, unsafe=unsafe)
+        try:
+            return _Text(data.decode("utf-8"), "utf-8", False)
+        except UnicodeDecodeError as exc:
+            return FileError(display, f"not valid utf-8 at byte {exc.start}", "encoding")
     source = decode(data, display)
     if isinstance(source, FileError):
-        return FileRewrite(path, display, error=source)
+        return source
+    encoding = source.encoding if source.encoding != "utf-8-sig" else "utf-8"
+    return _Text(source.text, encoding, source.data.startswith(b"\xef\xbb\xbf"))
+
+
+def rewrite_data(
+    path: str, display: str, data: bytes, ruleset: RuleSet, *, unsafe: bool
+) -> FileRewrite:
+    """Migrate a file from its bytes; every failure comes back as a FileError."""
+    if not may_hold_findings(data):
+        return FileRewrite(path, display)
+    text = _text_of(display, data)
+    if isinstance(text, FileError):
+        return FileRewrite(path, display, error=text)
+    if display.endswith(NOTEBOOK_SUFFIX):
+        return _rewrite_notebook(path, display, text.text, ruleset, unsafe=unsafe)
+    source = text.text
     try:
-        result = rewrite_source(source.text, ruleset, unsafe=unsafe)
+        result = rewrite_source(source, ruleset, unsafe=unsafe)
     except SyntaxError as exc:
-        return FileRewrite(
-            path, display, source.text, source.text, error=syntax_error(exc, display)
-        )
+        return FileRewrite(path, display, source, source, error=syntax_error(exc, display))
     except RewriteFailed as exc:
         return FileRewrite(
-            path, display, source.text, source.text, error=FileError(display, str(exc), "internal")
+            path, display, source, source, error=FileError(display, str(exc), "internal")
         )
     except Exception as exc:  # a bug in a transform must not end the run over the tree
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{Path(last.filename).name}:{last.lineno}"
         reason = f"internal error: {type(exc).__name__}: {exc} ({where})"
         return FileRewrite(
-            path, display, source.text, source.text, error=FileError(display, reason, "internal")
+            path, display, source, source, error=FileError(display, reason, "internal")
         )
     return FileRewrite(
         path,
         display,
         result.old,
         result.new,
-        encoding=source.encoding if source.encoding != "utf-8-sig" else "utf-8",
-        bom=source.data.startswith(b"\xef\xbb\xbf"),
+        encoding=text.encoding,
+        bom=text.bom,
         outcomes=result.outcomes,
     )
 
 
 def _rewrite_notebook(
-    path: str, display: str, data: bytes, ruleset: RuleSet, *, unsafe: bool
+    path: str, display: str, text: str, ruleset: RuleSet, *, unsafe: bool
 ) -> FileRewrite:
     """A notebook's code cells migrated as one module (`neuron_migrate.notebook`): magics,
     outputs and the JSON layout are kept. Outcome lines are lines of that module."""
     from neuron_migrate.notebook import NotebookError, transform_notebook
 
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return FileRewrite(
-            path,
-            display,
-            error=FileError(display, f"not valid utf-8 at byte {exc.start}", "encoding"),
-        )
     outcomes: list[Outcome] = []
 
     def migrate(module: str) -> str:
@@ -154,6 +192,27 @@ def _rewrite_notebook(
     return FileRewrite(path, display, text, new, outcomes=tuple(outcomes))
 
 
+class Job(NamedTuple):
+    """A file to migrate, with its bytes as the main process read them (and hashed them)."""
+
+    path: str
+    display: str
+    data: bytes
+    key: str | None  # where its result goes in the cache; None without one
+
+
+Cache = RewriteCache | NoRewriteCache
+Planned = list[FileRewrite | Job]  # a stretch of the tree's files, in order
+Settings = tuple[bool, bool]  # unsafe fixes, diffs
+
+# Files read, hashed and looked up in the cache at a time (one query).
+_LOOKUP = 256
+# Files per task: a task's round trip costs about as much as rewriting a small file.
+_BATCH = 8
+# How a worker rewrites: set by the pool initializer.
+_WORKER: Settings | None = None
+
+
 def rewrite_tree(
     root: Path,
     *,
@@ -161,32 +220,92 @@ def rewrite_tree(
     exclude: tuple[str, ...] = (),
     jobs: int = 1,
     diffs: bool = False,
+    cache: Cache | None = None,
 ) -> Iterator[FileRewrite]:
     """Every discovered file migrated, in discovery order. With `jobs` > 1 the files are
     rewritten in a pool of forked worker processes; the results still come in input order.
-    `diffs`: each changed file's diff is made where it is rewritten (`FileRewrite.patch`)."""
-    ruleset = load_ruleset()
+    `diffs`: each changed file's diff is made where it is rewritten (`FileRewrite.patch`).
+    `cache`: where results are looked up (by the file's bytes) and stored."""
+    cache = cache or NoRewriteCache()
+    settings = (unsafe, diffs)
     sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
+    keyed = settings_digest(unsafe) if cache.directory is not None else None
+    planned = _planned(sources, cache, keyed)
     if jobs <= 1 or len(sources) <= 1:
         with collecting_less(FEW_CYCLES):
-            for path, display in sources:
-                yield _rewrite(path, display, ruleset, unsafe, diffs)
+            for items in planned:
+                for item in items:
+                    yield _rewrite_here(item, settings, cache) if isinstance(item, Job) else item
         return
-    yield from _rewrite_in_pool(sources, (ruleset, unsafe, diffs), jobs=min(jobs, len(sources)))
+    yield from _rewrite_in_pool(planned, settings, cache, jobs=min(jobs, len(sources)))
 
 
-def _rewrite(path: str, display: str, ruleset: RuleSet, unsafe: bool, diffs: bool) -> FileRewrite:
-    result = rewrite_file(path, display, ruleset, unsafe=unsafe)
+def _planned(sources: list[tuple[str, str]], cache: Cache, keyed: str | None) -> Iterator[Planned]:
+    """The files in order, `_LOOKUP` at a time, each one either answered here (unreadable,
+    nothing a rewrite could change, or found in the cache) or a job to migrate it."""
+    for start in range(0, len(sources), _LOOKUP):
+        items: Planned = []
+        for path, display in sources[start : start + _LOOKUP]:
+            data = read_bytes(path, display)
+            if isinstance(data, FileError):
+                items.append(FileRewrite(path, display, error=data))
+            elif not may_hold_findings(data):
+                items.append(FileRewrite(path, display))
+            else:
+                notebook = display.endswith(NOTEBOOK_SUFFIX)
+                key = rewrite_key(keyed, data, notebook) if keyed is not None else None
+                items.append(Job(path, display, data, key))
+        keys = [item.key for item in items if isinstance(item, Job) and item.key is not None]
+        found = cache.get_many(keys) if keys else {}
+        for at, item in enumerate(items):
+            if isinstance(item, Job) and item.key in found:
+                items[at] = _from_cache(item, found[item.key]) or item
+        yield items
+
+
+def _from_cache(job: Job, cached: CachedRewrite) -> FileRewrite | None:
+    text = _text_of(job.display, job.data)
+    if isinstance(text, FileError):  # never stored: read as a miss
+        return None
+    patch = None if cached.hunks is None else diff_header(job.display) + cached.hunks
+    error = None if cached.error is None else FileError(job.display, *cached.error)
+    return FileRewrite(
+        job.path,
+        job.display,
+        text.text,
+        text.text if cached.new is None else cached.new,
+        text.encoding,
+        text.bom,
+        cached.outcomes,
+        error,
+        patch,
+        from_cache=True,
+    )
+
+
+def _rewrite(job: Job, settings: Settings) -> FileRewrite:
+    unsafe, diffs = settings
+    # The rules load with the first file migrated (once a process: a forked worker has them).
+    result = rewrite_data(job.path, job.display, job.data, load_ruleset(), unsafe=unsafe)
     return replace(result, patch=result.diff()) if diffs and result.changed else result
 
 
-Settings = tuple[RuleSet, bool, bool]  # the rules, unsafe fixes, diffs
-Job = tuple[str, str]  # path, display
+def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
+    """`result`, put in the cache unless a bug made it (an internal error)."""
+    error = result.error
+    if job.key is None or (error is not None and error.kind == "internal"):
+        return result
+    header = diff_header(job.display)
+    patch = result.patch
+    hunks = patch[len(header) :] if patch is not None and patch.startswith(header) else None
+    new = result.new if result.changed else None
+    failed = None if error is None else (error.reason, error.kind)
+    cache.put(job.key, CachedRewrite(new, result.outcomes, hunks, failed))
+    return result
 
-# What a forked worker rewrites with: set by the pool initializer (inherited, never pickled).
-_WORKER: Settings | None = None
-# Files per task: a task's round trip costs about as much as rewriting a small file.
-_BATCH = 8
+
+def _rewrite_here(job: Job, settings: Settings, cache: Cache) -> FileRewrite:
+    return _stored(job, _rewrite(job, settings), cache)
 
 
 def _init_worker(settings: Settings) -> None:
@@ -196,8 +315,7 @@ def _init_worker(settings: Settings) -> None:
 
 
 def _rewrite_batch(batch: list[Job], settings: Settings) -> list[FileRewrite]:
-    ruleset, unsafe, diffs = settings
-    return [_rewrite(path, display, ruleset, unsafe, diffs) for path, display in batch]
+    return [_rewrite(job, settings) for job in batch]
 
 
 def _rewrite_in_worker(batch: list[Job]) -> list[FileRewrite]:
@@ -205,50 +323,77 @@ def _rewrite_in_worker(batch: list[Job]) -> list[FileRewrite]:
     return _rewrite_batch(batch, _WORKER)
 
 
-def _rewrite_in_pool(sources: list[Job], settings: Settings, *, jobs: int) -> Iterator[FileRewrite]:
+def _rewrite_in_pool(
+    planned: Iterator[Planned], settings: Settings, cache: Cache, *, jobs: int
+) -> Iterator[FileRewrite]:
+    """The planned files with their jobs done by a pool, in order. The pool starts with the
+    first job: a re-run that the cache answers starts none."""
     methods = multiprocessing.get_all_start_methods()
-    # fork hands the loaded rules to the workers as they are; elsewhere they are pickled once
-    # per worker through the initializer.
+    # fork hands the loaded rules to the workers as they are; elsewhere each worker loads them.
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     window = jobs * 4  # bounded work in flight, so memory does not grow with the tree
-    pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(settings,)
-    )
-    pending: deque[tuple[list[Job], Future[list[FileRewrite]] | None]] = deque()
-    batches = (sources[i : i + _BATCH] for i in range(0, len(sources), _BATCH))
+    pool: ProcessPoolExecutor | None = None
+    # Each stretch of files, with its jobs in batches: (places in the stretch, jobs, future).
+    pending: deque[tuple[Planned, list[tuple[list[int], list[Job], Future[Any] | None]]]]
+    pending = deque()
+    in_flight = 0
     broken = False
 
+    def submitted(batch: list[Job]) -> Future[list[FileRewrite]] | None:
+        nonlocal pool, broken
+        if broken:
+            return None
+        try:
+            if pool is None:
+                load_ruleset()  # before the fork, so each worker has them
+                pool = ProcessPoolExecutor(
+                    max_workers=jobs,
+                    mp_context=context,
+                    initializer=_init_worker,
+                    initargs=(settings,),
+                )
+            return pool.submit(_rewrite_in_worker, batch)
+        except BrokenProcessPool:
+            broken = True
+            return None
+
     def submit() -> None:
-        nonlocal broken
-        while len(pending) < window:
-            batch = next(batches, None)
-            if batch is None:
+        nonlocal in_flight
+        while in_flight < window:
+            items = next(planned, None)
+            if items is None:
                 return
-            future = None
-            if not broken:
-                try:
-                    future = pool.submit(_rewrite_in_worker, batch)
-                except BrokenProcessPool:
-                    broken = True
-            pending.append((batch, future))
+            places = [at for at, item in enumerate(items) if isinstance(item, Job)]
+            batches = []
+            for start in range(0, len(places), _BATCH):
+                batch_places = places[start : start + _BATCH]
+                batch: list[Job] = [items[at] for at in batch_places]  # type: ignore[misc]
+                batches.append((batch_places, batch, submitted(batch)))
+            in_flight += len(batches)
+            pending.append((items, batches))
 
     try:
         submit()
         while pending:
-            batch, future = pending.popleft()
-            if future is None:
-                results = _rewrite_batch(batch, settings)
-            else:
-                try:
-                    results = future.result()
-                except Exception as exc:  # a worker died (killed, out of memory) or the
-                    # results did not travel back: redo the files in this process
-                    broken = broken or isinstance(exc, BrokenProcessPool)
+            items, batches = pending.popleft()
+            for batch_places, batch, future in batches:
+                results = None
+                if future is not None:
+                    try:
+                        results = future.result()
+                    except Exception as exc:  # a worker died (killed, out of memory) or the
+                        # results did not travel back: redo the files in this process
+                        broken = broken or isinstance(exc, BrokenProcessPool)
+                if results is None:
                     results = _rewrite_batch(batch, settings)
-            yield from results
-            submit()
+                for at, job, result in zip(batch_places, batch, results, strict=True):
+                    items[at] = _stored(job, result, cache)
+                in_flight -= 1
+                submit()
+            yield from items  # type: ignore[misc]
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -288,19 +433,23 @@ class RewriteSummary:
     kept: int = 0  # sites that mean the same natively (a Neuron Runtime variable)
     marked: int = 0
     ambiguous: int = 0
+    from_cache: int = 0  # files whose result an earlier run stored
     per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, result: FileRewrite) -> None:
         self.files += 1
+        self.from_cache += result.from_cache
         if result.error is not None:
             self.errors.append(result.error)
         self.changed += result.changed
+        statuses: Counter[str] = Counter()
         for outcome in result.outcomes:
             self.per_rule[(outcome.code, outcome.status)] += 1
-        self.rewritten += result.count("rewritten")
-        self.kept += result.count("kept")
-        self.marked += result.count("marked")
-        self.ambiguous += result.count("ambiguous")
+            statuses[outcome.status] += 1
+        self.rewritten += statuses["rewritten"]
+        self.kept += statuses["kept"]
+        self.marked += statuses["marked"]
+        self.ambiguous += statuses["ambiguous"]
 
     @property
     def conversion(self) -> float:
@@ -327,6 +476,7 @@ class RewriteSummary:
             "left_for_person": self.marked + self.ambiguous,
             "ambiguous": self.ambiguous,
             "conversion_percent": round(self.conversion, 1),
+            "from_cache": self.from_cache,
             "rules": self.rules_json(),
         }
 

@@ -3,6 +3,7 @@
 A diff by default; `--apply` writes in place, `--out-dir` writes a migrated copy of the tree,
 `--check` exits 1 when anything would change. The summary goes to stderr, the diff or JSON to
 stdout. Files are rewritten in a process pool (`--jobs`); the output keeps the input order.
+Results are cached by file content, in the scan's cache folder (`--cache-dir`, `--no-cache`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from neuron_migrate.cli.commands import add_command
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from neuron_migrate.cli.commands import Commands
-    from neuron_migrate.rewriter import RewriteSummary
+    from neuron_migrate.rewriter import FileRewrite, RewriteSummary
 
 
 FORMATS = ("diff", "json")
@@ -53,6 +56,8 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
         f"({summary.conversion:.0f}% converted)",
         highlight=False,
     )
+    if summary.from_cache:
+        err.print(f"{summary.from_cache} files' results from the cache", highlight=False)
     for code, statuses in summary.rules_json().items():
         parts = ", ".join(f"{n} {status}" for status, n in statuses.items())
         err.print(f"  {code}: {parts}", highlight=False)
@@ -90,6 +95,12 @@ def register(commands: Commands) -> None:
         type=int,
         help="worker processes (default: all cores; 1: no pool)",
     )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="Do not read or write the result cache."
+    )
+    parser.add_argument(
+        "--cache-dir", metavar="DIR", type=Path, help="Where the result cache lives."
+    )
 
 
 def rewrite(args: argparse.Namespace) -> int:
@@ -108,41 +119,32 @@ def rewrite(args: argparse.Namespace) -> int:
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
     # libcst loads only when a rewrite runs: other commands start faster.
+    from neuron_migrate.cache import default_cache_dir
     from neuron_migrate.engine import default_jobs
-    from neuron_migrate.rewriter import (
-        FileRewrite,
-        RewriteSummary,
-        copy_tree,
-        report_json,
-        rewrite_tree,
-        write_atomically,
-    )
+    from neuron_migrate.rewrite_cache import NoRewriteCache, RewriteCache
+    from neuron_migrate.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
 
     summary = RewriteSummary()
-    results: list[FileRewrite] = []
     colour = _use_colour()
     if out_dir is not None:
         copy_tree(root, out_dir)
     workers = jobs if jobs is not None else default_jobs()
     # Printing a diff: each one is made in the worker that rewrote the file.
     diffs = not apply and out_dir is None and args.format == "diff"
-    files = rewrite_tree(
-        root, unsafe=args.unsafe_fixes, exclude=tuple(args.exclude), jobs=workers, diffs=diffs
-    )
-    for result in files:
-        summary.add(result)
-        if result.outcomes or result.changed or result.error:
-            results.append(result)
-        if not result.changed:
-            continue
-        if apply:
-            write_atomically(result.path, result.encoded())
-        elif out_dir is not None:
-            target = out_dir / result.display if root.is_dir() else out_dir / root.name
-            write_atomically(str(target), result.encoded())
-        elif args.format == "diff":
-            diff = result.diff()
-            sys.stdout.write(_colour_diff(diff) if colour else diff)
+    cache_dir = args.cache_dir or default_cache_dir()
+    cache = NoRewriteCache() if args.no_cache else RewriteCache(cache_dir)
+    try:
+        files = rewrite_tree(
+            root,
+            unsafe=args.unsafe_fixes,
+            exclude=tuple(args.exclude),
+            jobs=workers,
+            diffs=diffs,
+            cache=cache,
+        )
+        results = _written(files, summary, args, colour)
+    finally:
+        cache.close()
     if args.format == "json":
         print(json.dumps(report_json(results, summary), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
@@ -150,3 +152,32 @@ def rewrite(args: argparse.Namespace) -> int:
     if summary.internal_errors:
         return 2
     return 1 if check and summary.changed else 0
+
+
+def _written(
+    files: Iterable[FileRewrite],
+    summary: RewriteSummary,
+    args: argparse.Namespace,
+    colour: bool,
+) -> list[FileRewrite]:
+    """Each result counted, then written in place, into the copy, or shown as a diff; the
+    results the JSON report lists."""
+    from neuron_migrate.rewriter import write_atomically
+
+    listed = []
+    for result in files:
+        summary.add(result)
+        if result.outcomes or result.changed or result.error:
+            listed.append(result)
+        if not result.changed:
+            continue
+        if args.apply:
+            write_atomically(result.path, result.encoded())
+        elif args.out_dir is not None:
+            root = args.path
+            target = args.out_dir / result.display if root.is_dir() else args.out_dir / root.name
+            write_atomically(str(target), result.encoded())
+        elif args.format == "diff":
+            diff = result.diff()
+            sys.stdout.write(_colour_diff(diff) if colour else diff)
+    return listed

@@ -11,6 +11,7 @@ import libcst as cst
 from neuron_migrate.codemod.names import dotted
 from neuron_migrate.codemod.outline import Imported
 from neuron_migrate.codemod.passes import Visitor
+from neuron_migrate.codemod.results import Outcome
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.ruleset import Rule
 
@@ -35,14 +36,6 @@ MODEL_WRAPPERS = frozenset(
         "torch.distributed._composable.fsdp.fully_shard",
     }
 )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: str
-    line: int
-    api: str
-    status: str  # "rewritten" | "kept" | "marked" | "ambiguous"
 
 
 def module_bindings(module: cst.Module) -> tuple[dict[str, str], set[str]]:

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from neuron_migrate.analyzer.sites import find_sites
 from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
-from neuron_migrate.codemod.context import FileContext, Outcome, module_bindings
+from neuron_migrate.codemod.context import FileContext, module_bindings
 from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports
-from neuron_migrate.codemod.output import Printer, RewriteFailed, printed_checked
+from neuron_migrate.codemod.output import Printer, printed_checked
+from neuron_migrate.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.codemod.sites_index import SiteIndex
 from neuron_migrate.codemod.skeleton import parse_printed
 from neuron_migrate.codemod.spansets import SourceText

@@ -21,11 +21,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from neuron_migrate.codemod.positions import Extent
+from neuron_migrate.codemod.results import RewriteFailed
 from neuron_migrate.codemod.spansets import SourceText
-
-
-class RewriteFailed(Exception):
-    """The rewritten source did not parse: a bug in a transform. The file is left alone."""
 
 
 class Printer:

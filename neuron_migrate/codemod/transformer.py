@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from neuron_migrate.codemod import targets
-from neuron_migrate.codemod.context import FileContext, Outcome, Span
+from neuron_migrate.codemod.context import FileContext, Span
 from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
 from neuron_migrate.codemod.names import children
 from neuron_migrate.codemod.passes import (
@@ -26,6 +26,7 @@ from neuron_migrate.codemod.passes import (
     hook_of,
 )
 from neuron_migrate.codemod.positions import Extent, Printed
+from neuron_migrate.codemod.results import Outcome
 from neuron_migrate.codemod.sites_index import RuledSite, SiteIndex
 from neuron_migrate.codemod.spansets import SpanSet
 from neuron_migrate.codemod.statements import DeletedStatement, StatementCleanup, deleted

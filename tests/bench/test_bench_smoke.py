@@ -61,6 +61,8 @@ def test_bench_prints_the_table(tmp_path: Path) -> None:
         "scan warm, 1 file changed",
         "TorchFix 0.7",
         "rewrite (no --apply)",
+        "rewrite warm (unchanged)",
+        "rewrite warm / cold",
         "cold scan / ast.parse only",
         "warm / cold",
         "peak MB per worker",

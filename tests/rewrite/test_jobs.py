@@ -10,21 +10,17 @@ import pytest
 
 from neuron_migrate import rewriter
 from neuron_migrate.rewriter import rewrite_tree
+from neuron_migrate.ruleset import load_ruleset
 from tests.cli import invoke
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
+from tests.rewrite.projects import FIXTURES, fixture_project
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    for path in sorted(FIXTURES.glob("*.in.py")):
-        shutil.copy(path, root / "pkg" / path.name.replace(".in.py", ".py"))
+    root = fixture_project(tmp_path / "project")
     for n in range(12):  # enough files for several tasks of a few files each
         shutil.copy(FIXTURES / "single_device.in.py", root / "pkg" / f"copy_{n}.py")
     (root / "plain.py").write_text("import torch\n\nprint(torch.ones(2))\n")
-    (root / "py2.py").write_text("import torch_xla\nprint 'hello'\n")
     return root
 
 
@@ -40,12 +36,12 @@ def test_pool_results_match_one_process_in_input_order(project):
     assert any(r[3] is not None for r in one)  # the syntax error travels back as an error
 
 
-def _exit_on_ddp(batch: list[tuple[str, str]]):
+def _exit_on_ddp(batch: list[rewriter.Job]):
     """Stands in for the worker function: the worker process dies on one file."""
-    if any(display.endswith("ddp_spawn.py") for _, display in batch):
+    if any(job.display.endswith("ddp_spawn.py") for job in batch):
         os._exit(1)
-    ruleset = rewriter._WORKER[0]
-    return [rewriter.rewrite_file(path, display, ruleset, unsafe=False) for path, display in batch]
+    ruleset = load_ruleset()
+    return [rewriter.rewrite_file(job.path, job.display, ruleset, unsafe=False) for job in batch]
 
 
 def test_a_dead_worker_costs_nothing_but_time(project, monkeypatch):
@@ -65,8 +61,8 @@ def test_diffs_are_made_where_files_are_rewritten(project):
 
 
 def test_cli_output_does_not_depend_on_jobs(project):
-    single = invoke(["rewrite", str(project), "--jobs", "1"])
-    pooled = invoke(["rewrite", str(project), "--jobs", "4"])
+    single = invoke(["rewrite", str(project), "--jobs", "1", "--no-cache"])
+    pooled = invoke(["rewrite", str(project), "--jobs", "4", "--no-cache"])
     assert single.exit_code == pooled.exit_code == 0
     assert "+++ b/pkg/ddp_spawn.py" in single.stdout
     assert pooled.stdout == single.stdout
@@ -74,7 +70,7 @@ def test_cli_output_does_not_depend_on_jobs(project):
 
 
 def test_cli_json_does_not_depend_on_jobs(project):
-    args = ["rewrite", str(project), "--format", "json"]
+    args = ["rewrite", str(project), "--format", "json", "--no-cache"]
     single = invoke([*args, "-j", "1"])
     pooled = invoke([*args, "-j", "2"])
     assert pooled.stdout == single.stdout

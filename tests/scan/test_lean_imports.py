@@ -3,32 +3,24 @@ costs milliseconds of start-up on every CI run)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-# Runs the CLI, then prints which of the heavy modules got imported.
-RUN = """
-import json, sys
-sys.argv = ["neuron-migrate", *sys.argv[1:]]
-from neuron_migrate.cli import main
-try:
-    main()
-except SystemExit:
-    pass
-heavy = ("yaml", "libcst", "rich", "tomllib", "multiprocessing", "neuron_migrate.analysis",
-         "dataclasses", "inspect")
-print(json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)
-"""
+from tests.loaded_modules import loaded_modules
+
+HEAVY = (
+    "yaml",
+    "libcst",
+    "rich",
+    "tomllib",
+    "multiprocessing",
+    "neuron_migrate.analysis",
+    "dataclasses",
+    "inspect",
+)
 
 
 def _loaded(*args: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", RUN, *args], capture_output=True, text=True, timeout=300
-    )
-    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
-    return loaded
+    return loaded_modules(HEAVY, *args)
 
 
 def test_a_warm_rescan_loads_no_analysis_and_an_edit_no_yaml(tmp_path: Path) -> None:

@@ -1,0 +1,132 @@
+"""A content-hash cache of rewrite results: `rewrite --check` on every pull request, or the
+`rewrite` a person reads before `rewrite --apply`, migrates no unchanged file twice.
+
+The key covers everything a result depends on: the file's bytes, whether it is a notebook, the
+tool version, unsafe fixes, and a digest of the rules (a rewrite reads no other data, and not
+the file's path). The value, compressed, is what the run needs besides the file it read: the
+new source when the file changes, the outcomes, the diff's hunks when a run made them, and the
+error of a file that does not parse. An internal error (a bug in a transform) is not kept: that
+file is tried again. One SQLite file in the scan's cache folder (`neuron_migrate.cache`),
+written only by the main process of a rewrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import sqlite3
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+from neuron_migrate import __version__
+from neuron_migrate.cache import cache_errors
+from neuron_migrate.codemod.results import Outcome
+from neuron_migrate.resources import rules_dir
+
+# Named by the layout of its entries: another layout is another file, never misread.
+_DB_NAME = "rewrite-results-v1.sqlite"
+_MAX_QUERY_KEYS = 900  # SQLite's limit on the parameters of one statement is 999 in older builds
+_FLUSH_EVERY = 200
+# Entries are compressed: new sources and their diffs shrink 4.5 times at this level (a CI
+# cache uploads the folder), and decompressing them is a fifth of a warm run.
+_ZLIB_LEVEL = 3
+
+
+class CachedRewrite(NamedTuple):
+    new: str | None  # the migrated source; None when the file does not change
+    outcomes: tuple[Outcome, ...]
+    hunks: str | None  # the unified diff after its two header lines, when a run made it
+    error: tuple[str, str] | None = None  # (reason, kind) of a file that does not parse
+
+
+def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
+    """A digest of what a rewrite depends on besides the file."""
+    digest = hashlib.sha256(f"{__version__}\0unsafe={unsafe}".encode())
+    folder = rules or rules_dir()
+    for path in sorted(folder.rglob("*.yaml")):
+        digest.update(b"\0" + str(path.relative_to(folder)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
+    digest = hashlib.sha256(data)
+    digest.update(b"\0notebook\0" if notebook else b"\0source\0")
+    digest.update(settings.encode())
+    return digest.hexdigest()
+
+
+def diff_header(display: str) -> str:
+    """The two lines a unified diff of `display` starts with (`FileRewrite.diff`)."""
+    return f"--- a/{display}\n+++ b/{display}\n"
+
+
+class RewriteCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        with cache_errors(directory, "open"):
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(directory / _DB_NAME)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)"
+            )
+        self._pending: list[tuple[str, bytes]] = []
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
+        found: dict[str, CachedRewrite] = {}
+        for start in range(0, len(keys), _MAX_QUERY_KEYS):
+            chunk = keys[start : start + _MAX_QUERY_KEYS]
+            query = f"SELECT key, entry FROM rewrites WHERE key IN ({','.join('?' * len(chunk))})"
+            with cache_errors(self.directory, "read"):
+                rows = self._db.execute(query, chunk).fetchall()
+            for key, entry in rows:
+                cached = _loaded(entry)
+                if cached is not None:
+                    found[key] = cached
+        return found
+
+    def put(self, key: str, cached: CachedRewrite) -> None:
+        outcomes = tuple(tuple(outcome) for outcome in cached.outcomes)
+        entry = (cached.new, outcomes, cached.hunks, cached.error)
+        data = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
+        self._pending.append((key, zlib.compress(data, _ZLIB_LEVEL)))
+        if len(self._pending) >= _FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        with cache_errors(self.directory, "write"), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO rewrites VALUES (?, ?)", pending)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self._db.close()
+
+
+def _loaded(entry: bytes) -> CachedRewrite | None:
+    """An entry as stored; None for one this build cannot read (the file is migrated again)."""
+    try:
+        new, outcomes, hunks, error = pickle.loads(zlib.decompress(entry))
+        return CachedRewrite(new, tuple(map(Outcome._make, outcomes)), hunks, error)
+    except Exception:
+        return None
+
+
+class NoRewriteCache:
+    """The cache of a run that neither reads nor writes one (`--no-cache`, library calls)."""
+
+    directory: Path | None = None
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
+        return {}
+
+    def put(self, key: str, cached: CachedRewrite) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

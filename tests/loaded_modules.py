@@ -1,0 +1,31 @@
+"""Which of some modules a CLI run imports: a fresh interpreter runs the command, then reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_RUN = """
+import json, sys
+watched = json.loads(sys.argv[1])
+sys.argv = ["neuron-migrate", *sys.argv[2:]]
+from neuron_migrate.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in watched if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded_modules(watched: tuple[str, ...], *args: str) -> list[str]:
+    """The modules of `watched` that `neuron-migrate ARGS` imported, sorted."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(watched), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return loaded
