@@ -8,6 +8,10 @@ both still do every time -- walk and stat the tree, look up every file's result,
 write the report -- is what is left. Samples alternate between the two; medians are printed,
 with the ratio of each to one cold scan (fresh cache, fresh process) of the same tree.
 
+A third row is a floor for any re-scan in a fresh process: a Python process that only walks and
+stats the tree as a scan does and writes the last report again (copied in the kernel), with no
+import of neuron-migrate and no result looked up.
+
     python bench/rescan_in_process.py                    # (b), 5,000 files, 7 runs each way
     python bench/rescan_in_process.py --corpus a --runs 11
 """
@@ -32,6 +36,25 @@ from neuron_migrate.discover import discover
 from neuron_migrate.stat_index import SETTLED_NS
 
 SETTLE_S = SETTLED_NS / 1e9 + 0.2
+# The floor: `python -c FLOOR ROOT REPORT` walks and stats ROOT's Python files in a scan's order
+# and copies REPORT to stdout.
+FLOOR = """
+import os, sys
+def walk(folder):
+    with os.scandir(folder) as listing:
+        entries = sorted(listing, key=lambda e: e.name + "/" if e.is_dir() else e.name)
+    for entry in entries:
+        if entry.is_dir():
+            walk(entry.path)
+        elif entry.name.endswith(".py"):
+            entry.stat()
+walk(sys.argv[1])
+with open(sys.argv[2], "rb") as report:
+    size = os.fstat(report.fileno()).st_size
+    sent = 0
+    while sent < size:
+        sent += os.sendfile(1, report.fileno(), sent, size - sent)
+"""
 
 
 def serve() -> int:
@@ -125,10 +148,15 @@ def main(argv: list[str] | None = None) -> int:
 
     shutil.rmtree(cache, ignore_errors=True)
     cold = float(measured(fresh, report)["wall_s"])  # type: ignore[arg-type]
+    last_report = report.with_name(f"{report.stem}-last.json")
+    shutil.copyfile(report, last_report)
+    floor = [sys.executable, "-c", FLOOR, str(root), str(last_report)]
     samples: dict[tuple[str, str], list[float]] = {}
 
     def sample(row: str, way: str) -> None:
-        if way == "fresh":
+        if row == "floor":
+            wall = float(measured(floor, report)["wall_s"])  # type: ignore[arg-type]
+        elif way == "fresh":
             wall = float(measured(fresh, report)["wall_s"])  # type: ignore[arg-type]
         else:
             wall = server.run(argv_scan, report)["wall_s"]
@@ -141,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  run {run + 1} of {args.runs}", file=sys.stderr, flush=True)
             for way in ("fresh", "kept"):
                 sample("warm", way)
+            sample("floor", "fresh")
             for way in ("fresh", "kept"):
                 # New bytes every time (never a cache hit), put back after.
                 edit = f"\n# bench edit {run} {way} {time.time_ns()}\n"
@@ -161,9 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"re-scans of {root.name}: {len(files):,} files, jobs {args.jobs}, {args.runs} runs")
     print(f"cold scan (fresh cache, fresh process): {cold:.2f} s")
     print(f"{'row':<26} {'fresh process':>20} {'one process kept':>20}")
-    for row, label in (("warm", "warm (unchanged)"), ("one", "1 file changed")):
+    rows = (
+        ("warm", "warm (unchanged)"),
+        ("one", "1 file changed"),
+        ("floor", "floor: stat, write report"),
+    )
+    for row, label in rows:
         cells = []
         for way in ("fresh", "kept"):
+            if (row, way) not in samples:
+                cells.append("-")
+                continue
             median = statistics.median(samples[(row, way)])
             cells.append(f"{median * 1000:8.0f} ms {median / cold:7.2%}")
         print(f"{label:<26} {cells[0]:>20} {cells[1]:>20}")

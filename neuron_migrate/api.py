@@ -33,6 +33,7 @@ class ScanReport:
         "api_map_coverage",
         "base",
         "baseline",
+        "cache_dir",
         "changed_since",
         "config_path",
         "elapsed_s",
@@ -80,6 +81,7 @@ class ScanReport:
         shard: tuple[int, int] | None = None,
         changed_since: str | None = None,
         config_path: str | None = None,
+        cache_dir: str | None = None,
     ) -> None:
         self.root = root
         self.target = target
@@ -108,6 +110,7 @@ class ScanReport:
         self.shard = shard
         self.changed_since = changed_since
         self.config_path = config_path
+        self.cache_dir = cache_dir  # the scan's cache folder; None: it used none
         self._fail_on_by_path: dict[str, frozenset[str]] = {}
         self._decoded: tuple[int, list[Finding]] | None = None
         self._totals: tuple[int, dict[Kind, int]] | None = None
@@ -242,6 +245,7 @@ def scan(
         changed_since=changed_since,
         config_path=str(config.path) if config.path is not None else None,
         api_map_coverage=header.api_map_coverage,
+        cache_dir=None if cache.directory is None else str(cache.directory),
     )
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]

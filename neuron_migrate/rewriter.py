@@ -222,13 +222,25 @@ def rewrite_tree(
     diffs: bool = False,
     cache: Cache | None = None,
 ) -> Iterator[FileRewrite]:
-    """Every discovered file migrated, in discovery order. With `jobs` > 1 the files are
+    """Every discovered file migrated, in discovery order (`rewrite_sources`)."""
+    sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
+    yield from rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
+
+
+def rewrite_sources(
+    sources: list[tuple[str, str]],
+    *,
+    unsafe: bool = False,
+    jobs: int = 1,
+    diffs: bool = False,
+    cache: Cache | None = None,
+) -> Iterator[FileRewrite]:
+    """Each (path, display) migrated, in the given order. With `jobs` > 1 the files are
     rewritten in a pool of forked worker processes; the results still come in input order.
     `diffs`: each changed file's diff is made where it is rewritten (`FileRewrite.patch`).
     `cache`: where results are looked up (by the file's bytes) and stored."""
     cache = cache or NoRewriteCache()
     settings = (unsafe, diffs)
-    sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
     keyed = settings_digest(unsafe) if cache.directory is not None else None
     planned = _planned(sources, cache, keyed)
     if jobs <= 1 or len(sources) <= 1:
@@ -359,7 +371,8 @@ def _rewrite_in_pool(
 
     def submit() -> None:
         nonlocal in_flight
-        while in_flight < window:
+        # Stretches the cache answers hold no job: at most two are read ahead.
+        while in_flight < window and len(pending) < 2:
             items = next(planned, None)
             if items is None:
                 return
@@ -390,6 +403,7 @@ def _rewrite_in_pool(
                     items[at] = _stored(job, result, cache)
                 in_flight -= 1
                 submit()
+            submit()  # a stretch without jobs made room too
             yield from items  # type: ignore[misc]
     finally:
         if pool is not None:

@@ -56,39 +56,50 @@ def _touches(hunk: Hunk, finding: Finding) -> bool:
     return hunk.first_line <= max(finding.end_line, finding.line) and finding.line <= last
 
 
-def fixes_for(findings: Iterable[Finding], base: str) -> dict[str, list[Hunk]]:
-    """Fingerprint -> the hunks that make up its fix, for fixable findings in .py files."""
+def fixes_for(
+    findings: Iterable[Finding], base: str, cache_dir: str | None = None
+) -> dict[str, list[Hunk]]:
+    """Fingerprint -> the hunks that make up its fix, for fixable findings in .py files. The
+    rewrite's results are looked up in, and stored to, the cache in `cache_dir` (the scan's)."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         if finding.fixable and finding.cell is None and finding.path.endswith(".py"):
             by_path[finding.path].append(finding)
     if not by_path:
         return {}
-    from neuron_migrate.rewriter import rewrite_file
-    from neuron_migrate.ruleset import load_ruleset
+    from neuron_migrate.rewrite_cache import NoRewriteCache, RewriteCache
+    from neuron_migrate.rewriter import rewrite_sources
 
-    ruleset = load_ruleset()
+    paths = sorted(by_path)
+    sources = [(str(Path(base) / path), path) for path in paths]
+    cache = NoRewriteCache() if cache_dir is None else RewriteCache(Path(cache_dir))
     out: dict[str, list[Hunk]] = {}
-    for path, group in sorted(by_path.items()):
-        result = rewrite_file(str(Path(base) / path), path, ruleset, unsafe=False)
-        if result.error is not None or not result.changed:
-            continue
-        group.sort(key=lambda f: (f.line, f.col))
-        claimed: set[int] = set()
-        file_hunks = hunks(result.old, result.new)
-        for finding in group:
-            mine = [
-                i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)
-            ]
-            claimed.update(mine)
-            if mine:
-                out[finding.fingerprint] = [file_hunks[i] for i in mine]
-        leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
-        if leftovers:
-            owner = next((f for f in group if f.fingerprint in out), group[0])
-            out[owner.fingerprint] = sorted(
-                out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
-            )
+    try:
+        for path, result in zip(paths, rewrite_sources(sources, cache=cache), strict=True):
+            if result.error is None and result.changed:
+                out.update(_fixes_of(by_path[path], hunks(result.old, result.new)))
+    finally:
+        cache.close()
+    return out
+
+
+def _fixes_of(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hunk]]:
+    """Each hunk of a file's rewrite given to the findings it touches; the hunks no finding
+    touches go to the first finding that has a fix (else the first)."""
+    out: dict[str, list[Hunk]] = {}
+    group.sort(key=lambda f: (f.line, f.col))
+    claimed: set[int] = set()
+    for finding in group:
+        mine = [i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)]
+        claimed.update(mine)
+        if mine:
+            out[finding.fingerprint] = [file_hunks[i] for i in mine]
+    leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
+    if leftovers:
+        owner = next((f for f in group if f.fingerprint in out), group[0])
+        out[owner.fingerprint] = sorted(
+            out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
+        )
     return out
 
 

@@ -89,6 +89,8 @@ def test_in_process_rescans_print_both_ways(tmp_path: Path) -> None:
     for label in ("warm (unchanged)", "1 file changed"):
         (row,) = [line for line in lines if line.startswith(label)]
         assert row.count(" ms ") == 2 and row.count("%") == 2, row
+    (floor,) = [line for line in lines if line.startswith("floor: stat, write report")]
+    assert floor.count(" ms ") == 1 and floor.rstrip().endswith("-"), floor
     # The long-lived process wrote the whole JSON report, and the edited file is restored.
     report = json.loads((tmp_path / "out" / "in-process-b.json").read_text())
     assert report["summary"]["files"]["total"] >= 24

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 
-from neuron_migrate import api
+from neuron_migrate import api, rewriter
 from neuron_migrate.report.sarif import sarif_log
 from neuron_migrate.rewriter import rewrite_file
 from neuron_migrate.ruleset import load_ruleset
@@ -42,3 +42,29 @@ def test_fixes_rebuild_the_rewritten_file(tmp_path: Path) -> None:
         path = Path(uri)  # the scanned folder was given as an absolute path
         expected = rewrite_file(str(path), path.name, load_ruleset(), unsafe=False).new
         assert _apply(path.read_text(), replacements) == expected
+
+
+def test_a_warm_scan_takes_its_fixes_from_the_rewrite_cache(tmp_path: Path, monkeypatch) -> None:
+    tree = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "mlp_single", tree)
+    cache = tmp_path / "cache"
+    migrated: list[str] = []
+    original = rewriter.rewrite_source
+
+    def counted(source: str, *args, **kwargs):
+        migrated.append(source)
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(rewriter, "rewrite_source", counted)
+
+    def log() -> dict:
+        report = api.scan(tree, cache_dir=cache, fail_on=("none",), jobs=1)
+        return sarif_log(report)["runs"][0]["results"]
+
+    cold = log()
+    assert migrated and any("fixes" in result for result in cold)
+    migrated.clear()
+    assert log() == cold
+    assert migrated == []  # every fix from the cache
+    uncached = sarif_log(api.scan(tree, use_cache=False, fail_on=("none",)))
+    assert uncached["runs"][0]["results"] == cold

@@ -12,7 +12,7 @@ import pytest
 
 from neuron_migrate import rewriter
 from neuron_migrate.resources import rules_dir
-from neuron_migrate.rewrite_cache import rewrite_key, settings_digest
+from neuron_migrate.rewrite_cache import RewriteCache, rewrite_key, settings_digest
 from tests.cli import invoke
 from tests.loaded_modules import loaded_modules
 from tests.report.test_notebooks import notebook_text
@@ -197,3 +197,26 @@ def test_a_run_the_cache_answers_loads_neither_libcst_nor_the_rules(project, tmp
     # The first run reads the rules (its workers migrate), the second neither.
     assert "yaml" in loaded_modules(("libcst", "yaml"), *args)
     assert loaded_modules(("libcst", "yaml"), *args) == []
+
+
+def test_a_warm_pooled_run_reads_the_tree_a_stretch_at_a_time(project, tmp_path, monkeypatch):
+    for n in range(40):
+        (project / f"m{n:02}.py").write_text(f"import torch_xla\nd{n} = torch_xla.device()\n")
+    cache = tmp_path / "cache"
+    invoke(["rewrite", str(project), "-j", "2", "--cache-dir", str(cache)])
+    monkeypatch.setattr(rewriter, "_LOOKUP", 4)
+    pulled = []
+    planned = rewriter._planned
+
+    def counted(*args):
+        for items in planned(*args):
+            pulled.append(len(items))
+            yield items
+
+    monkeypatch.setattr(rewriter, "_planned", counted)
+    results = rewriter.rewrite_tree(project, jobs=2, cache=RewriteCache(cache))
+    first = next(results)
+    assert first.from_cache
+    assert len(pulled) <= 3  # not the whole tree before the first result
+    assert all(result.from_cache for result in results if result.display.startswith("m"))
+    assert len(pulled) > 10
