@@ -9,10 +9,11 @@ from pathlib import Path
 
 import jsonschema
 
-from neuron_migrate import api, rewriter
+from neuron_migrate import api
 from neuron_migrate.report.sarif import sarif_log
 from neuron_migrate.rewriter import rewrite_file
 from neuron_migrate.ruleset import load_ruleset
+from tests.migrations import counted_migrations
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_text())
@@ -48,14 +49,7 @@ def test_a_warm_scan_takes_its_fixes_from_the_rewrite_cache(tmp_path: Path, monk
     tree = tmp_path / "proj"
     shutil.copytree(FIXTURES / "projects" / "mlp_single", tree)
     cache = tmp_path / "cache"
-    migrated: list[str] = []
-    original = rewriter.rewrite_source
-
-    def counted(source: str, *args, **kwargs):
-        migrated.append(source)
-        return original(source, *args, **kwargs)
-
-    monkeypatch.setattr(rewriter, "rewrite_source", counted)
+    migrated = counted_migrations(monkeypatch)
 
     def log() -> dict:
         report = api.scan(tree, cache_dir=cache, fail_on=("none",), jobs=1)

@@ -15,6 +15,7 @@ from neuron_migrate.resources import rules_dir
 from neuron_migrate.rewrite_cache import RewriteCache, rewrite_key, settings_digest
 from tests.cli import invoke
 from tests.loaded_modules import loaded_modules
+from tests.migrations import counted_migrations
 from tests.report.test_notebooks import notebook_text
 from tests.rewrite.projects import FIXTURES, fixture_project
 
@@ -34,16 +35,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def migrations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The sources `rewrite_source` migrates in this process (runs use `-j 1`)."""
-    seen: list[str] = []
-    original = rewriter.rewrite_source
-
-    def counted(source: str, *args, **kwargs):
-        seen.append(source)
-        return original(source, *args, **kwargs)
-
-    monkeypatch.setattr(rewriter, "rewrite_source", counted)
-    return seen
+    return counted_migrations(monkeypatch)
 
 
 def _run(project: Path, cache: Path, *extra: str):
