@@ -45,6 +45,7 @@ class ScanReport:
         "files_done",
         "files_prefiltered",
         "files_total",
+        "jobs",
         "policy",
         "root",
         "shard",
@@ -82,6 +83,7 @@ class ScanReport:
         changed_since: str | None = None,
         config_path: str | None = None,
         cache_dir: str | None = None,
+        jobs: int = 1,
     ) -> None:
         self.root = root
         self.target = target
@@ -111,6 +113,7 @@ class ScanReport:
         self.changed_since = changed_since
         self.config_path = config_path
         self.cache_dir = cache_dir  # the scan's cache folder; None: it used none
+        self.jobs = jobs  # the worker processes the scan could use (a report's may too)
         self._fail_on_by_path: dict[str, frozenset[str]] = {}
         self._decoded: tuple[int, list[Finding]] | None = None
         self._totals: tuple[int, dict[Kind, int]] | None = None
@@ -246,6 +249,7 @@ def scan(
         config_path=str(config.path) if config.path is not None else None,
         api_map_coverage=header.api_map_coverage,
         cache_dir=None if cache.directory is None else str(cache.directory),
+        jobs=jobs or default_jobs(),
     )
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
@@ -256,7 +260,7 @@ def scan(
 
     try:
         with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
-            results = scan_files(sources, settings, jobs=jobs or default_jobs(), cache=cache)
+            results = scan_files(sources, settings, jobs=report.jobs, cache=cache)
             for result in results:
                 _collect(report, result)
                 progress()

@@ -52,7 +52,7 @@ def sarif_log(report: ScanReport) -> dict[str, Any]:
         rules.append(_unused_rule())
     index = {rule["id"]: i for i, rule in enumerate(rules)}
 
-    fixes = fixes_for(listed, report.base, report.cache_dir)
+    fixes = fixes_for(listed, report.base, report.cache_dir, report.jobs)
     results = [_result(report, f, index, fixes) for f in listed]
     results += [_suppressed_result(report, s, index) for s in suppressed]
     results += [_unused_result(report, u, index) for u in report.unused_suppressions]

@@ -9,6 +9,7 @@ file's first fixable result, so that applying every fix of a file gives exactly 
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections import defaultdict
 from collections.abc import Iterable
@@ -29,38 +30,48 @@ class Hunk:
 
 
 def hunks(old: str, new: str) -> list[Hunk]:
+    """The line ranges in which `new` differs from `old`, each with its new text.
+
+    A whole-file matcher that gives no line a junk heuristic (what keeps a change next to an
+    unchanged blank line its own hunk) takes time quadratic in a file's repeated lines: 25 s
+    over the benchmark monorepo's 1,954 changed files. So the changed regions are found as
+    `rewrite`'s unified diff finds them (repeated lines cannot anchor a match), then each is
+    matched again on its own without the heuristic: 1.4 s, the same hunks in 1,947 of those
+    files, and finer ones in the other 7.
+    """
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
     offsets = [0]
     for line in old_lines:
         offsets.append(offsets[-1] + len(line))
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     out = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    regions = difflib.SequenceMatcher(a=old_lines, b=new_lines).get_opcodes()
+    for tag, i1, i2, j1, j2 in regions:
         if tag == "equal":
             continue
-        out.append(
-            Hunk(
-                first_line=i1 + 1,
-                last_line=i2,
-                char_offset=offsets[i1],
-                char_length=offsets[i2] - offsets[i1],
-                inserted="".join(new_lines[j1:j2]),
+        region = difflib.SequenceMatcher(a=old_lines[i1:i2], b=new_lines[j1:j2], autojunk=False)
+        for inner, a1, a2, b1, b2 in region.get_opcodes():
+            if inner == "equal":
+                continue
+            first, last = i1 + a1, i1 + a2
+            out.append(
+                Hunk(
+                    first_line=first + 1,
+                    last_line=last,
+                    char_offset=offsets[first],
+                    char_length=offsets[last] - offsets[first],
+                    inserted="".join(new_lines[j1 + b1 : j1 + b2]),
+                )
             )
-        )
     return out
 
 
-def _touches(hunk: Hunk, finding: Finding) -> bool:
-    last = max(hunk.last_line, hunk.first_line)
-    return hunk.first_line <= max(finding.end_line, finding.line) and finding.line <= last
-
-
 def fixes_for(
-    findings: Iterable[Finding], base: str, cache_dir: str | None = None
+    findings: Iterable[Finding], base: str, cache_dir: str | None = None, jobs: int = 1
 ) -> dict[str, list[Hunk]]:
     """Fingerprint -> the hunks that make up its fix, for fixable findings in .py files. The
-    rewrite's results are looked up in, and stored to, the cache in `cache_dir` (the scan's)."""
+    files are migrated by `jobs` processes, their results looked up in, and stored to, the
+    cache in `cache_dir` (the scan's)."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         if finding.fixable and finding.cell is None and finding.path.endswith(".py"):
@@ -75,7 +86,8 @@ def fixes_for(
     cache = NoRewriteCache() if cache_dir is None else RewriteCache(Path(cache_dir))
     out: dict[str, list[Hunk]] = {}
     try:
-        for path, result in zip(paths, rewrite_sources(sources, cache=cache), strict=True):
+        results = rewrite_sources(sources, jobs=jobs, cache=cache)
+        for path, result in zip(paths, results, strict=True):
             if result.error is None and result.changed:
                 out.update(_fixes_of(by_path[path], hunks(result.old, result.new)))
     finally:
@@ -85,12 +97,17 @@ def fixes_for(
 
 def _fixes_of(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hunk]]:
     """Each hunk of a file's rewrite given to the findings it touches; the hunks no finding
-    touches go to the first finding that has a fix (else the first)."""
+    touches go to the first finding that has a fix (else the first). The hunks come in line
+    order, apart from each other: those a finding touches are a run, found by bisection."""
     out: dict[str, list[Hunk]] = {}
     group.sort(key=lambda f: (f.line, f.col))
+    starts = [h.first_line for h in file_hunks]
+    stops = [max(h.last_line, h.first_line) for h in file_hunks]
     claimed: set[int] = set()
     for finding in group:
-        mine = [i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)]
+        lo = bisect.bisect_left(stops, finding.line)
+        hi = bisect.bisect_right(starts, max(finding.end_line, finding.line))
+        mine = [i for i in range(lo, hi) if i not in claimed]
         claimed.update(mine)
         if mine:
             out[finding.fingerprint] = [file_hunks[i] for i in mine]

@@ -10,7 +10,9 @@ from pathlib import Path
 import jsonschema
 
 from neuron_migrate import api
+from neuron_migrate.findings import Finding
 from neuron_migrate.report.sarif import sarif_log
+from neuron_migrate.report.sarif_fixes import Hunk, _fixes_of, hunks
 from neuron_migrate.rewriter import rewrite_file
 from neuron_migrate.ruleset import load_ruleset
 from tests.migrations import counted_migrations
@@ -62,3 +64,50 @@ def test_a_warm_scan_takes_its_fixes_from_the_rewrite_cache(tmp_path: Path, monk
     assert migrated == []  # every fix from the cache
     uncached = sarif_log(api.scan(tree, use_cache=False, fail_on=("none",)))
     assert uncached["runs"][0]["results"] == cold
+
+
+def _touches(hunk: Hunk, finding: Finding) -> bool:
+    """A hunk touches a finding when their line ranges meet (an insertion: the line it goes
+    before)."""
+    last = max(hunk.last_line, hunk.first_line)
+    return hunk.first_line <= max(finding.end_line, finding.line) and finding.line <= last
+
+
+def _fixes_by_scanning(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hunk]]:
+    out: dict[str, list[Hunk]] = {}
+    claimed: set[int] = set()
+    for finding in sorted(group, key=lambda f: (f.line, f.col)):
+        mine = [i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)]
+        claimed.update(mine)
+        if mine:
+            out[finding.fingerprint] = [file_hunks[i] for i in mine]
+    leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
+    if leftovers:
+        owner = next((f for f in group if f.fingerprint in out), group[0])
+        out[owner.fingerprint] = sorted(
+            out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
+        )
+    return out
+
+
+def test_hunks_rebuild_the_new_text_and_findings_get_the_hunks_they_touch(tmp_path: Path) -> None:
+    tree = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects", tree)
+    for path in (FIXTURES / "rewrite").glob("*.in.py"):
+        shutil.copy(path, tree / path.name.replace(".in.py", ".py"))
+    report = api.scan(tree, use_cache=False, fail_on=("none",))
+    by_path: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        if finding.fixable and finding.cell is None:
+            by_path.setdefault(finding.path, []).append(finding)
+    assert len(by_path) > 10
+    for path, group in by_path.items():
+        result = rewrite_file(str(tree / path), path, load_ruleset(), unsafe=False)
+        file_hunks = hunks(result.old, result.new)
+        rebuilt = result.old
+        for h in sorted(file_hunks, key=lambda h: -h.char_offset):
+            rebuilt = (
+                rebuilt[: h.char_offset] + h.inserted + rebuilt[h.char_offset + h.char_length :]
+            )
+        assert rebuilt == result.new, path
+        assert _fixes_of(list(group), file_hunks) == _fixes_by_scanning(group, file_hunks), path
