@@ -97,20 +97,11 @@ def fixes_for(
 
 def _fixes_of(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hunk]]:
     """Each hunk of a file's rewrite given to the findings it touches; the hunks no finding
-    touches go to the first finding that has a fix (else the first). The hunks come in line
-    order, apart from each other: those a finding touches are a run, found by bisection."""
-    out: dict[str, list[Hunk]] = {}
+    touches go to the first finding that has a fix (else the first)."""
     group.sort(key=lambda f: (f.line, f.col))
-    starts = [h.first_line for h in file_hunks]
-    stops = [max(h.last_line, h.first_line) for h in file_hunks]
-    claimed: set[int] = set()
-    for finding in group:
-        lo = bisect.bisect_left(stops, finding.line)
-        hi = bisect.bisect_right(starts, max(finding.end_line, finding.line))
-        mine = [i for i in range(lo, hi) if i not in claimed]
-        claimed.update(mine)
-        if mine:
-            out[finding.fingerprint] = [file_hunks[i] for i in mine]
+    claims = touched_hunks(group, file_hunks)
+    out = {fingerprint: [file_hunks[i] for i in mine] for fingerprint, mine in claims.items()}
+    claimed = {i for mine in claims.values() for i in mine}
     leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
     if leftovers:
         owner = next((f for f in group if f.fingerprint in out), group[0])
@@ -118,6 +109,25 @@ def _fixes_of(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hu
             out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
         )
     return out
+
+
+def touched_hunks(findings: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[int]]:
+    """Fingerprint -> the positions of the hunks the finding touches (their line ranges meet;
+    an insertion's is the line it goes before) that no finding before it took. The hunks come
+    in line order, apart from each other: those a finding touches are a run, found by
+    bisection."""
+    starts = [h.first_line for h in file_hunks]
+    stops = [max(h.last_line, h.first_line) for h in file_hunks]
+    claims: dict[str, list[int]] = {}
+    claimed: set[int] = set()
+    for finding in findings:
+        lo = bisect.bisect_left(stops, finding.line)
+        hi = bisect.bisect_right(starts, max(finding.end_line, finding.line))
+        mine = [i for i in range(lo, hi) if i not in claimed]
+        claimed.update(mine)
+        if mine:
+            claims[finding.fingerprint] = mine
+    return claims
 
 
 def sarif_fix(uri: str, parts: list[Hunk]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import jsonschema
 from neuron_migrate import api
 from neuron_migrate.findings import Finding
 from neuron_migrate.report.sarif import sarif_log
-from neuron_migrate.report.sarif_fixes import Hunk, _fixes_of, hunks
+from neuron_migrate.report.sarif_fixes import Hunk, hunks, touched_hunks
 from neuron_migrate.rewriter import rewrite_file
 from neuron_migrate.ruleset import load_ruleset
 from tests.migrations import counted_migrations
@@ -73,21 +73,15 @@ def _touches(hunk: Hunk, finding: Finding) -> bool:
     return hunk.first_line <= max(finding.end_line, finding.line) and finding.line <= last
 
 
-def _fixes_by_scanning(group: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[Hunk]]:
-    out: dict[str, list[Hunk]] = {}
+def _touched_by_scanning(findings: list[Finding], file_hunks: list[Hunk]) -> dict[str, list[int]]:
+    claims: dict[str, list[int]] = {}
     claimed: set[int] = set()
-    for finding in sorted(group, key=lambda f: (f.line, f.col)):
+    for finding in findings:
         mine = [i for i, h in enumerate(file_hunks) if i not in claimed and _touches(h, finding)]
         claimed.update(mine)
         if mine:
-            out[finding.fingerprint] = [file_hunks[i] for i in mine]
-    leftovers = [h for i, h in enumerate(file_hunks) if i not in claimed]
-    if leftovers:
-        owner = next((f for f in group if f.fingerprint in out), group[0])
-        out[owner.fingerprint] = sorted(
-            out.get(owner.fingerprint, []) + leftovers, key=lambda h: h.char_offset
-        )
-    return out
+            claims[finding.fingerprint] = mine
+    return claims
 
 
 def test_hunks_rebuild_the_new_text_and_findings_get_the_hunks_they_touch(tmp_path: Path) -> None:
@@ -110,4 +104,7 @@ def test_hunks_rebuild_the_new_text_and_findings_get_the_hunks_they_touch(tmp_pa
                 rebuilt[: h.char_offset] + h.inserted + rebuilt[h.char_offset + h.char_length :]
             )
         assert rebuilt == result.new, path
-        assert _fixes_of(list(group), file_hunks) == _fixes_by_scanning(group, file_hunks), path
+        group.sort(key=lambda f: (f.line, f.col))
+        claims = touched_hunks(group, file_hunks)
+        assert claims == _touched_by_scanning(group, file_hunks), path
+        assert claims  # the fixtures' sites lie in the hunks of their own fixes
