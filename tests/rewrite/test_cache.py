@@ -212,3 +212,18 @@ def test_a_warm_pooled_run_reads_the_tree_a_stretch_at_a_time(project, tmp_path,
     assert len(pulled) <= 3  # not the whole tree before the first result
     assert all(result.from_cache for result in results if result.display.startswith("m"))
     assert len(pulled) > 10
+
+
+def test_a_migrated_copy_from_the_cache_is_the_copy_made_without_it(project, tmp_path):
+    cache = tmp_path / "cache"
+    _run(project, cache)
+    warm_copy, cold_copy = tmp_path / "warm-copy", tmp_path / "cold-copy"
+    assert _run(project, cache, "--out-dir", str(warm_copy)).exit_code == 0
+    invoke(["rewrite", str(project), "-j", "1", "--no-cache", "--out-dir", str(cold_copy)])
+    copied = sorted(p.relative_to(cold_copy) for p in cold_copy.rglob("*") if p.is_file())
+    assert copied == sorted(p.relative_to(warm_copy) for p in warm_copy.rglob("*") if p.is_file())
+    for relative in copied:
+        assert (warm_copy / relative).read_bytes() == (cold_copy / relative).read_bytes()
+    assert (warm_copy / "pkg" / "single_device.py").read_bytes() != (
+        project / "pkg" / "single_device.py"
+    ).read_bytes()
