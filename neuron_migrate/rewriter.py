@@ -343,7 +343,9 @@ def _rewrite_in_pool(
     methods = multiprocessing.get_all_start_methods()
     # fork hands the loaded rules to the workers as they are; elsewhere each worker loads them.
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    window = jobs * 4  # bounded work in flight, so memory does not grow with the tree
+    # Work in flight is bounded, so memory does not grow with the tree: a stretch is read when
+    # fewer than `window` batches are waiting, and at most two stretches ahead.
+    window = jobs * 4
     pool: ProcessPoolExecutor | None = None
     # Each stretch of files, with its jobs in batches: (places in the stretch, jobs, future).
     pending: deque[tuple[Planned, list[tuple[list[int], list[Job], Future[Any] | None]]]]
@@ -371,8 +373,7 @@ def _rewrite_in_pool(
 
     def submit() -> None:
         nonlocal in_flight
-        # Stretches the cache answers hold no job: at most two are read ahead.
-        while in_flight < window and len(pending) < 2:
+        while in_flight < window and len(pending) < 2:  # (a stretch the cache answers: none)
             items = next(planned, None)
             if items is None:
                 return
