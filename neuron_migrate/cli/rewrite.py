@@ -57,7 +57,8 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
         highlight=False,
     )
     if summary.from_cache:
-        err.print(f"{summary.from_cache} files' results from the cache", highlight=False)
+        whose = "file's result" if summary.from_cache == 1 else "files' results"
+        err.print(f"{summary.from_cache} {whose} from the cache", highlight=False)
     for code, statuses in summary.rules_json().items():
         parts = ", ".join(f"{n} {status}" for status, n in statuses.items())
         err.print(f"  {code}: {parts}", highlight=False)

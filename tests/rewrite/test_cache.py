@@ -227,3 +227,13 @@ def test_a_migrated_copy_from_the_cache_is_the_copy_made_without_it(project, tmp
     assert (warm_copy / "pkg" / "single_device.py").read_bytes() != (
         project / "pkg" / "single_device.py"
     ).read_bytes()
+
+
+def test_one_file_from_the_cache_is_said_so(tmp_path):
+    target = tmp_path / "one.py"
+    shutil.copy(FIXTURES / "single_device.in.py", target)
+    cache = tmp_path / "cache"
+    first = invoke(["rewrite", str(target), "--cache-dir", str(cache)])
+    second = invoke(["rewrite", str(target), "--cache-dir", str(cache)])
+    assert second.stdout == first.stdout and "+++ b/one.py" in second.stdout
+    assert "1 file's result from the cache\n" in second.stderr
