@@ -14,12 +14,12 @@ A result whose finding `rewrite` can change carries the codemod's exact edit as 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
 from neuron_migrate.findings import Finding
+from neuron_migrate.report import indented_json
 from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
@@ -38,7 +38,7 @@ _LEVEL = {"error": "warning", "warning": "warning", "info": "note"}
 
 
 def render_sarif(report: ScanReport) -> str:
-    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False) + "\n"
+    return indented_json.dumps(sarif_log(report)) + "\n"
 
 
 def sarif_log(report: ScanReport) -> dict[str, Any]:
