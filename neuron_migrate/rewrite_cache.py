@@ -29,7 +29,7 @@ _DB_NAME = "rewrite-results-v1.sqlite"
 _MAX_QUERY_KEYS = 900  # SQLite's limit on the parameters of one statement is 999 in older builds
 _FLUSH_EVERY = 200
 # Entries are compressed: new sources and their diffs shrink 4.5 times at this level (a CI
-# cache uploads the folder), and decompressing them is a fifth of a warm run.
+# cache uploads the folder), and decompressing them is about a sixth of a warm run.
 _ZLIB_LEVEL = 3
 
 
