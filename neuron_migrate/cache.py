@@ -39,7 +39,7 @@ def file_key(config_digest: str, display: str, data: bytes) -> str:
 
 
 # SQLite's limit on the parameters of one statement is 999 in older builds.
-_MAX_QUERY_KEYS = 900
+MAX_QUERY_KEYS = 900
 # Named by the layout of its entries: another layout is another file, never misread.
 _DB_NAME = "scan-results-v6.sqlite"
 _SEGMENT_GLOB = "rows-*.bin"
@@ -92,8 +92,8 @@ class ResultCache:
     def get_many(self, keys: list[str]) -> dict[str, ScannedFile]:
         """The cached results among `keys`, in one query per 900 (a re-scan asks for all)."""
         found: dict[str, ScannedFile] = {}
-        for start in range(0, len(keys), _MAX_QUERY_KEYS):
-            chunk = keys[start : start + _MAX_QUERY_KEYS]
+        for start in range(0, len(keys), MAX_QUERY_KEYS):
+            chunk = keys[start : start + MAX_QUERY_KEYS]
             marks = ",".join("?" * len(chunk))
             query = (
                 "SELECT r.key, r.meta, s.name, r.start, r.length FROM results AS r"

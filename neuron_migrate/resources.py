@@ -7,6 +7,7 @@ In a checkout they sit beside the package; in an installed wheel they are packed
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = _PACKAGE_DIR.parent
@@ -26,6 +27,14 @@ def rules_dir() -> Path:
 
 def matrix_dir() -> Path:
     return _find("compat_matrix", "compat_matrix")
+
+
+def digest_yaml(digest: Any, folder: Path) -> None:
+    """Feed `digest` (a hashlib object) every YAML file under `folder`, path and bytes, in a
+    fixed order: what a cached result keyed by it depends on of the data."""
+    for path in sorted(folder.rglob("*.yaml")):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
 
 
 # The sample project `neuron-migrate demo` runs unless told another.

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from neuron_migrate import __version__
-from neuron_migrate.cache import cache_errors
+from neuron_migrate.cache import MAX_QUERY_KEYS, cache_errors
 from neuron_migrate.codemod.results import Outcome
-from neuron_migrate.resources import rules_dir
+from neuron_migrate.resources import digest_yaml, rules_dir
 
 # Named by the layout of its entries: another layout is another file, never misread.
 _DB_NAME = "rewrite-results-v1.sqlite"
-_MAX_QUERY_KEYS = 900  # SQLite's limit on the parameters of one statement is 999 in older builds
 _FLUSH_EVERY = 200
 # Entries are compressed: new sources and their diffs shrink 4.5 times at this level (a CI
 # cache uploads the folder), and decompressing them is about a sixth of a warm run.
@@ -43,10 +42,7 @@ class CachedRewrite(NamedTuple):
 def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
     """A digest of what a rewrite depends on besides the file."""
     digest = hashlib.sha256(f"{__version__}\0unsafe={unsafe}".encode())
-    folder = rules or rules_dir()
-    for path in sorted(folder.rglob("*.yaml")):
-        digest.update(b"\0" + str(path.relative_to(folder)).encode() + b"\0")
-        digest.update(path.read_bytes())
+    digest_yaml(digest, rules or rules_dir())
     return digest.hexdigest()
 
 
@@ -75,8 +71,8 @@ class RewriteCache:
 
     def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
         found: dict[str, CachedRewrite] = {}
-        for start in range(0, len(keys), _MAX_QUERY_KEYS):
-            chunk = keys[start : start + _MAX_QUERY_KEYS]
+        for start in range(0, len(keys), MAX_QUERY_KEYS):
+            chunk = keys[start : start + MAX_QUERY_KEYS]
             query = f"SELECT key, entry FROM rewrites WHERE key IN ({','.join('?' * len(chunk))})"
             with cache_errors(self.directory, "read"):
                 rows = self._db.execute(query, chunk).fetchall()

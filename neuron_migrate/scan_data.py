@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate import __version__
-from neuron_migrate.resources import matrix_dir, rules_dir
+from neuron_migrate.resources import digest_yaml, matrix_dir, rules_dir
 
 if TYPE_CHECKING:  # loaded only when a file is analysed or the snapshot is made
     from neuron_migrate.matrix import Matrix
@@ -52,9 +52,7 @@ def config_digest(target: str) -> str:
     """A digest of everything besides the file that a result depends on."""
     digest = hashlib.sha256(__version__.encode() + b"\0" + target.encode())
     for folder in (rules_dir(), matrix_dir()):
-        for path in sorted(folder.rglob("*.yaml")):
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
+        digest_yaml(digest, folder)
     return digest.hexdigest()
 
 

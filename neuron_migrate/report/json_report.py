@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, run_tail
+from neuron_migrate.report import indented_json
 from neuron_migrate.report.summary import summarize
 from neuron_migrate.row_store import Piece, coalesced
 
@@ -104,27 +104,11 @@ def around_findings(report: ScanReport) -> tuple[bytes, bytes]:
     """The document, indented, before and after the findings list."""
     data = _document(report)
     data["findings"] = _FINDINGS_SLOT
-    # Thousands of unmapped APIs on a large tree: one map json's indenting encoder (pure
-    # Python) would take milliseconds over, written here as it would write it.
-    unmapped = data["summary"]["unmapped_apis"]
-    data["summary"]["unmapped_apis"] = _UNMAPPED_SLOT
-    text = json.dumps(data, indent=2)  # ASCII: json escapes the rest
-    text = text.replace(json.dumps(_UNMAPPED_SLOT), _indented_counts(unmapped, depth=2), 1)
+    # Thousands of unmapped APIs on a large tree: json's indenting encoder (pure Python) would
+    # take milliseconds over them.
+    text = indented_json.dumps(data, ensure_ascii=True)  # json escapes the rest
     head, tail = text.split(json.dumps(_FINDINGS_SLOT), 1)
     return head.encode("ascii"), tail.encode("ascii")
-
-
-_UNMAPPED_SLOT = "\x00unmapped\x00"
-
-
-def _indented_counts(counts: dict[str, int], depth: int) -> str:
-    """`json.dumps(counts, indent=2)` for a map of names to counts that is `depth` levels
-    down in the document, as the whole document's dump writes it there."""
-    if not counts:
-        return "{}"
-    pad = "\n" + "  " * (depth + 1)
-    members = (f"{encode_basestring_ascii(name)}: {int(count)}" for name, count in counts.items())
-    return "{" + pad + ("," + pad).join(members) + "\n" + "  " * depth + "}"
 
 
 def _all_rows(report: ScanReport, tables: list[FileFindings]) -> Iterator[Piece]:

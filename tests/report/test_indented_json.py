@@ -29,10 +29,10 @@ _VALUES = st.recursive(
 
 
 @settings(max_examples=400, deadline=None)
-@given(_VALUES, st.sampled_from([0, 1, 2, 4]))
-def test_the_same_text_as_json_dumps(value, indent):
-    assert indented_json.dumps(value, indent) == json.dumps(
-        value, indent=indent, ensure_ascii=False
+@given(_VALUES, st.sampled_from([0, 1, 2, 4]), st.booleans())
+def test_the_same_text_as_json_dumps(value, indent, ascii_only):
+    assert indented_json.dumps(value, indent, ensure_ascii=ascii_only) == json.dumps(
+        value, indent=indent, ensure_ascii=ascii_only
     )
 
 
