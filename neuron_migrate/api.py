@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 from neuron_migrate.baseline import Baseline
 from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
@@ -16,10 +17,33 @@ from neuron_migrate.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
-from neuron_migrate.scan_data import header_for
+from neuron_migrate.scan_data import DataHeader, header_for
 from neuron_migrate.scanned import ScannedFile
 from neuron_migrate.source import DEFAULT_MAX_BYTES
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
+
+
+class Tally:
+    """Counts of reported findings in files whose tables a report does not hold: the unchanged
+    files of a re-scan spliced into the last report (`neuron_migrate.report_snapshot`)."""
+
+    __slots__ = ("failing", "files", "kinds")
+
+    def __init__(self) -> None:
+        self.kinds: dict[Kind, int] = {}
+        self.failing = 0  # of them, how many fail the gate
+        self.files = 0  # files with findings
+
+    def add(self, kinds: Iterable[tuple[Kind, int]], failing: int, sign: int = 1) -> None:
+        """Count one file's findings in (`sign` 1) or out (-1)."""
+        for kind, count in kinds:
+            left = self.kinds.get(kind, 0) + sign * count
+            if left:
+                self.kinds[kind] = left
+            else:
+                del self.kinds[kind]  # as a full count, which never holds a kind it did not see
+        self.failing += sign * failing
+        self.files += sign
 
 
 class ScanReport:
@@ -37,6 +61,7 @@ class ScanReport:
         "changed_since",
         "config_path",
         "elapsed_s",
+        "elsewhere",
         "errors",
         "fail_on",
         "files",
@@ -114,6 +139,9 @@ class ScanReport:
         self.config_path = config_path
         self.cache_dir = cache_dir  # the scan's cache folder; None: it used none
         self.jobs = jobs  # the worker processes the scan could use (a report's may too)
+        # Findings counted but not held in `files` (a spliced re-scan); None: all are held.
+        # Only the JSON report's snapshot writes such a report: `findings` lists held ones.
+        self.elsewhere: Tally | None = None
         self._fail_on_by_path: dict[str, frozenset[str]] = {}
         self._decoded: tuple[int, list[Finding]] | None = None
         self._totals: tuple[int, dict[Kind, int]] | None = None
@@ -135,6 +163,9 @@ class ScanReport:
             totals: dict[Kind, int] = {}
             for table in self.files:
                 for kind, count in zip(table.kinds, table.kind_counts, strict=True):
+                    totals[kind] = totals.get(kind, 0) + count
+            if self.elsewhere is not None:
+                for kind, count in self.elsewhere.kinds.items():
                     totals[kind] = totals.get(kind, 0) + count
             self._totals = (len(self.files), totals)
         return self._totals[1]
@@ -167,9 +198,14 @@ class ScanReport:
         return [position for position in failing if fingerprints[position] not in known]
 
     @property
+    def files_with_findings(self) -> int:
+        held = len({table.path for table in self.files if table})
+        return held + (self.elsewhere.files if self.elsewhere is not None else 0)
+
+    @property
     def new_count(self) -> int:
         if self.baseline is None:
-            return sum(map(len, self.files))
+            return sum(self.kind_totals().values())
         known = self.baseline.fingerprints
         return sum(fp not in known for table in self.files for fp in table.fingerprints)
 
@@ -181,6 +217,8 @@ class ScanReport:
 
     @property
     def failing_count(self) -> int:
+        if self.elsewhere is not None:
+            return sum(map(self.failing_in, self.files)) + self.elsewhere.failing
         if self.baseline is None and not (self.policy is not None and self.policy.varies_fail_on):
             if not self.files:
                 return 0
@@ -199,6 +237,48 @@ class ScanReport:
 
 def _path(table: FileFindings) -> str:
     return table.path
+
+
+class ScanPlan(NamedTuple):
+    """What a scan of a tree reads and how it judges it, before any file is read."""
+
+    root: Path
+    base: Path  # the folder report paths are relative to
+    config: Config
+    policy: Policy
+    target: str  # the matrix version, resolved
+    exclude: tuple[str, ...]
+    max_bytes: int
+
+
+def plan_scan(
+    path: str | Path,
+    *,
+    target: str | None = None,
+    fail_on: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    config: Config | None = None,
+    select: tuple[str, ...] = (),
+    ignore: tuple[str, ...] = (),
+) -> ScanPlan:
+    """`scan`'s arguments resolved: the config found, merged with the flags."""
+    root = Path(path)
+    if config is None:
+        config = resolve_config(root)
+    base = root if root.is_dir() else root.parent
+    policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
+    version = resolve_version(target or config.target)
+    return ScanPlan(root, base, config, policy, version, exclude, max_bytes)
+
+
+class ScanObserver(Protocol):
+    """Told of a scan's files before any is read, and of each file's result as it is counted
+    (with its reported table: the findings the policy keeps)."""
+
+    def started(self, files: list[SourcePath]) -> None: ...
+
+    def collected(self, result: ScannedFile, table: FileFindings | None) -> None: ...
 
 
 def scan(
@@ -224,57 +304,99 @@ def scan(
     `config` defaults to the nearest pyproject.toml with a [tool.neuron-migrate] table (pass
     `Config()` for none); the other arguments, when given, override it. `exclude` globs are
     relative to `path`; the config's are relative to its own folder."""
-    started = time.perf_counter()
-    root = Path(path)
-    if config is None:
-        config = resolve_config(root)
-    base = root if root.is_dir() else root.parent
-    policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
-    version = resolve_version(target or config.target)
-    files = _select_files(root, exclude, policy, changed_since, shard)
-    cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
-    settings = ScanSettings(target=version, max_bytes=max_bytes, data_dir=cache.directory)
-    header = header_for(version, cache.directory)
-    report = ScanReport(
-        root=str(root),
-        target=header.version,
-        torch_version=header.torch_version,
-        files_total=len(files),
-        fail_on=policy.fail_on,
-        base=str(base) if str(base) else ".",
-        baseline=baseline,
-        policy=policy,
-        shard=shard,
-        changed_since=changed_since,
-        config_path=str(config.path) if config.path is not None else None,
-        api_map_coverage=header.api_map_coverage,
-        cache_dir=None if cache.directory is None else str(cache.directory),
-        jobs=jobs or default_jobs(),
+    plan = plan_scan(
+        path,
+        target=target,
+        fail_on=fail_on,
+        exclude=exclude,
+        max_bytes=max_bytes,
+        config=config,
+        select=select,
+        ignore=ignore,
     )
+    return scan_planned(
+        plan,
+        jobs=jobs,
+        use_cache=use_cache,
+        cache_dir=cache_dir,
+        on_progress=on_progress,
+        baseline=baseline,
+        changed_since=changed_since,
+        shard=shard,
+    )
+
+
+def scan_planned(
+    plan: ScanPlan,
+    *,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    baseline: Baseline | None = None,
+    changed_since: str | None = None,
+    shard: tuple[int, int] | None = None,
+    observer: ScanObserver | None = None,
+) -> ScanReport:
+    """`scan`, its arguments resolved (`plan_scan`)."""
+    started = time.perf_counter()
+    files = select_files(plan, changed_since, shard)
+    if observer is not None:
+        observer.started(files)
+    cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
+    settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
+    report = new_report(plan, header_for(plan.target, cache.directory), baseline=baseline)
+    report.files_total = len(files)
+    report.shard = shard
+    report.changed_since = changed_since
+    report.cache_dir = None if cache.directory is None else str(cache.directory)
+    report.jobs = jobs or default_jobs()
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
 
-    def progress() -> None:
+    def collect(result: ScannedFile) -> None:
+        table = collect_result(report, result)
+        if observer is not None:
+            observer.collected(result, table)
         if on_progress is not None:
             on_progress(report.files_done, report.files_total)
 
     try:
         with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
-            results = scan_files(sources, settings, jobs=report.jobs, cache=cache)
-            for result in results:
-                _collect(report, result)
-                progress()
+            for result in scan_files(sources, settings, jobs=report.jobs, cache=cache):
+                collect(result)
             if notebooks:
                 from neuron_migrate.notebook_scan import scan_notebook
 
                 for source in notebooks:
-                    _collect(report, scan_notebook(source, settings, cache))
-                    progress()
+                    collect(scan_notebook(source, settings, cache))
     finally:
         cache.close()
     report.files.sort(key=_path)
     report.elapsed_s = time.perf_counter() - started
     return report
+
+
+def new_report(plan: ScanPlan, header: DataHeader, baseline: Baseline | None = None) -> ScanReport:
+    """An empty report of a scan by `plan`, with the data's `header`."""
+    config = plan.config
+    return ScanReport(
+        root=str(plan.root),
+        target=header.version,
+        torch_version=header.torch_version,
+        fail_on=plan.policy.fail_on,
+        base=str(plan.base) if str(plan.base) else ".",
+        baseline=baseline,
+        policy=plan.policy,
+        config_path=str(config.path) if config.path is not None else None,
+        api_map_coverage=header.api_map_coverage,
+    )
+
+
+def select_files(
+    plan: ScanPlan, changed_since: str | None = None, shard: tuple[int, int] | None = None
+) -> list[SourcePath]:
+    return _select_files(plan.root, plan.exclude, plan.policy, changed_since, shard)
 
 
 def _select_files(
@@ -297,18 +419,20 @@ def _select_files(
     return files
 
 
-def _collect(report: ScanReport, result: ScannedFile) -> None:
+def collect_result(report: ScanReport, result: ScannedFile) -> FileFindings | None:
+    """Count one file's result into `report`; the file's reported table (the findings the
+    policy keeps), None when it has none."""
     report.files_done += 1
     if result.error is not None:
         report.errors.append(result.error)
-        return
+        return None
     report.unused_suppressions.extend(result.unused_suppressions)
     if result.prefiltered:
         report.files_prefiltered += 1
-        return
+        return None
     if result.skipped:
         report.skipped.append({"path": result.path, "reason": result.skipped})
-        return
+        return None
     report.files_analyzed += 1
     report.files_cached += result.from_cache
     table, suppressed = result.findings, result.suppressed
@@ -323,3 +447,4 @@ def _collect(report: ScanReport, result: ScannedFile) -> None:
         report.files.append(table)
     report.suppressed.extend(suppressed)
     report.unmapped_apis.update(result.unmapped_apis)
+    return table if table else None

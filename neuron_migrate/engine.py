@@ -122,15 +122,21 @@ def scan_files(
     jobs: int,
     cache: ResultCache | NoCache,
     on_result: Callable[[ScannedFile], None] | None = None,
+    use_stat_index: bool = True,
 ) -> Iterator[ScannedFile]:
     """Scan files, yielding one ScannedFile per file in input order.
 
     The rules, matrix and API map are loaded, and the worker pool started, only once a file
-    needs analysis: a re-scan that the cache answers entirely does neither.
+    needs analysis: a re-scan that the cache answers entirely does neither. `use_stat_index`
+    false reads every file and leaves the stat index as it is (a few files of a tree, whose
+    index a scan of the whole tree keeps).
     """
     digest = config_digest(settings.target)
     index_name = stat_index_name(digest)
-    index = StatIndex(cache.stat_index(index_name), enabled=isinstance(cache, ResultCache))
+    if use_stat_index and isinstance(cache, ResultCache):
+        index = StatIndex(cache.stat_index(index_name))
+    else:
+        index = StatIndex(None, enabled=False)
 
     def prepared() -> Iterator[_Prepared]:
         for group in _groups(files, LOOKUP_FILES):

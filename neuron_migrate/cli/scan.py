@@ -143,24 +143,50 @@ def _scan(args: argparse.Namespace) -> int:
 
     # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    plan = api.plan_scan(
+        path,
+        target=args.target,
+        fail_on=split_values(args.fail_on),
+        exclude=tuple(args.exclude),
+        max_bytes=int(args.max_file_size * 1024 * 1024),
+        config=settings,
+        select=split_values(args.select),
+        ignore=split_values(args.ignore),
+    )
+    # A JSON report of the whole tree, kept in the cache, can be spliced on the next scan.
+    spliceable = (
+        args.output_format == "json"
+        and not args.no_cache
+        and known is None
+        and write_baseline is None
+        and shard_spec is None
+        and args.changed_since is None
+    )
     with _progress_bar(show_progress) as on_progress:
-        report = api.scan(
-            path,
-            target=args.target,
-            fail_on=split_values(args.fail_on),
-            jobs=args.jobs,
-            use_cache=not args.no_cache,
-            cache_dir=args.cache_dir,
-            exclude=tuple(args.exclude),
-            max_bytes=int(args.max_file_size * 1024 * 1024),
-            on_progress=on_progress,
-            config=settings,
-            select=split_values(args.select),
-            ignore=split_values(args.ignore),
-            baseline=known,
-            changed_since=args.changed_since,
-            shard=shard_spec,
-        )
+        if spliceable:
+            from neuron_migrate.report_snapshot import scan_json
+
+            report = scan_json(
+                plan,
+                output=args.output,
+                jobs=args.jobs,
+                cache_dir=args.cache_dir,
+                on_progress=on_progress,
+            )
+        else:
+            report = api.scan_planned(
+                plan,
+                jobs=args.jobs,
+                use_cache=not args.no_cache,
+                cache_dir=args.cache_dir,
+                on_progress=on_progress,
+                baseline=known,
+                changed_since=args.changed_since,
+                shard=shard_spec,
+            )
+    if spliceable:
+        _report_written(args.output)
+        return 0 if report.passed else 1
     if write_baseline is not None:
         report.baseline = save_baseline(write_baseline, report.findings, report.target)
         _stderr().print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
@@ -217,6 +243,10 @@ def emit_report(
         from neuron_migrate.report.formats import render_chunks
 
         write_output(render_chunks(report, output_format), output)
+    _report_written(output)
+
+
+def _report_written(output: Path | None) -> None:
     if output is not None:
         _stderr().print(f"report written to {output}")
     sys.stdout.flush()

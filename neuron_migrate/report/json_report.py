@@ -56,10 +56,10 @@ def finding_rows(report: ScanReport) -> Iterator[bytes]:
     """Each reported finding's JSON object, in report order, as this run lists it."""
     for table in sorted(report.files, key=lambda t: t.path):
         if table:
-            yield from b"".join(map(bytes, _listed(report, table))).split(ROW_SEPARATOR)
+            yield from b"".join(map(bytes, listed_rows(report, table))).split(ROW_SEPARATOR)
 
 
-def _listed(report: ScanReport, table: FileFindings) -> list[Piece]:
+def listed_rows(report: ScanReport, table: FileFindings) -> list[Piece]:
     """The file's rows as this run lists them. The stored rows say "no baseline, passes the
     gate": most files are written as they are, and only rows that differ are touched."""
     failing = report.failing_positions(table)
@@ -115,4 +115,4 @@ def _all_rows(report: ScanReport, tables: list[FileFindings]) -> Iterator[Piece]
     for index, table in enumerate(tables):
         if index:
             yield ROW_SEPARATOR
-        yield from _listed(report, table)
+        yield from listed_rows(report, table)

@@ -25,7 +25,6 @@ STATUS_LABEL = {
 
 def summarize(report: ScanReport) -> dict[str, Any]:
     # Counted from the kinds kept beside each file's rows: no finding is decoded.
-    tables = report.files
     by_kind = report.kind_totals()
     by_status: Counter[str] = Counter()
     by_category: Counter[str] = Counter()
@@ -46,7 +45,7 @@ def summarize(report: ScanReport) -> dict[str, Any]:
             "from_cache": report.files_cached,
             "skipped": len(report.skipped),
             "errors": len(report.errors),
-            "with_findings": len({t.path for t in tables if t}),
+            "with_findings": report.files_with_findings,
         },
         "findings": sum(by_kind.values()),
         "by_status": {s: by_status.get(s, 0) for s in STATUS_ORDER},

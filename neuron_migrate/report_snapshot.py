@@ -1,0 +1,626 @@
+"""The last JSON report of a tree, kept so that a re-scan which finds few files changed splices
+their rows into it instead of assembling the whole report again.
+
+A warm re-scan of a tree of thousands of files spends most of its time on steps it takes once
+per file: a cache lookup, a copy of the file's rows from wherever its cache entry lies, its
+table counted into the summary. With a snapshot, a re-scan stats each file and compares the
+signature with the one recorded when the last report was written; it scans only the files that
+differ, appeared or vanished, and writes the report from the last one's rows (one kernel copy
+per run of unchanged files), the head and tail (summary, lists, gate) made again from the
+totals kept beside them. What it writes is what a full scan writes (tests compare the two byte
+for byte), but for `elapsed_s`.
+
+It is used for a JSON report with the cache on and no baseline, shard or `--changed-since`;
+other scans run in full. A snapshot belongs to the scans of one path from one working folder
+(its scope) and holds a digest of everything besides the files that the report depends on (the
+tool, the data, the config, the flags): another digest means a full scan, which replaces it.
+Signatures follow the stat index's rules (`neuron_migrate.stat_index`): a file that had not
+settled when it was read is scanned again every time. Past `MAX_SPLICED_FILES` changed files,
+the full scan (with its workers) is faster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from copy import copy
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from neuron_migrate import __version__, stat_index
+from neuron_migrate.api import (
+    ScanPlan,
+    ScanReport,
+    Tally,
+    collect_result,
+    scan_planned,
+    select_files,
+)
+from neuron_migrate.cache import ResultCache, default_cache_dir
+from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath
+from neuron_migrate.engine import ScanSettings, scan_files
+from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
+from neuron_migrate.output import write_output
+from neuron_migrate.report.json_report import around_findings, json_chunks, listed_rows
+from neuron_migrate.row_store import Piece, Segment, StoredBytes
+from neuron_migrate.scan_data import config_digest
+from neuron_migrate.stat_index import Signature, signature
+
+if TYPE_CHECKING:
+    from neuron_migrate.scanned import ScannedFile
+
+# More changed files than this: a full scan, whose workers share the analysis.
+MAX_SPLICED_FILES = 32
+# A splice writes the changed files' rows to a file of their own; past this many row files, the
+# snapshot's rows are copied into one.
+MAX_ROW_FILES = 16
+# The layout of a snapshot; another layout is never read.
+_LAYOUT = 1
+_FOLDER = "report-snapshots"
+# A row file no snapshot names is deleted once this old (until then it may be another scan's).
+_ORPHAN_AGE_S = 3600.0
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+
+class Detail(NamedTuple):
+    """What one file gave the last report, besides its rows and unmapped APIs."""
+
+    outcome: str  # "error", "prefiltered", "skipped" or "analyzed"
+    kinds: tuple[tuple[Kind, int], ...]  # its reported findings, counted by kind
+    failing: int  # how many of them fail the gate
+
+
+# A file's rows in the report: the row file, where they start in it, how long they are.
+Rows = tuple[str, int, int]
+Unmapped = tuple[tuple[str, int], ...]  # a file's unmapped APIs, in its order
+
+
+class Snapshot(NamedTuple):
+    """One column a field, a row a file, in the order the scan took them: columns of plain
+    values load (and store) in a few milliseconds where records of nested tuples take tens."""
+
+    settings: str  # `settings_digest` of the scans it serves
+    report: ScanReport  # the lists and counts, `files` empty, the tables counted `elsewhere`
+    displays: list[str]  # report paths
+    paths: list[str]  # as opened
+    signatures: list[Signature | None]  # None: not settled when read, never trusted
+    details: list[bytes]  # pickled `Detail`s, read only for the files that changed
+    unmapped: list[Unmapped]
+    rows: list[Rows | None]  # None: no findings
+
+    def detail(self, index: int) -> Detail:
+        return Detail(*pickle.loads(self.details[index]))
+
+
+class FileEntry(NamedTuple):
+    """One file's row of a snapshot."""
+
+    path: str
+    signature: Signature | None
+    detail: bytes
+    unmapped: Unmapped
+    rows: Rows | None
+
+
+def _entry(
+    path: str, sig: Signature | None, result: ScannedFile, table: FileFindings | None, failing: int
+) -> FileEntry:
+    detail = (_outcome(result), _counted(table), failing)
+    unmapped = tuple(result.unmapped_apis.items()) if result.error is None else ()
+    return FileEntry(path, sig, pickle.dumps(detail, pickle.HIGHEST_PROTOCOL), unmapped, None)
+
+
+def _columns(snapshot: Snapshot, entries: dict[str, FileEntry]) -> Snapshot:
+    """`snapshot` with these files' entries."""
+    values = entries.values()
+    return Snapshot(
+        snapshot.settings,
+        snapshot.report,
+        list(entries),
+        [e.path for e in values],
+        [e.signature for e in values],
+        [e.detail for e in values],
+        [e.unmapped for e in values],
+        [e.rows for e in values],
+    )
+
+
+def _entries_after(
+    snapshot: Snapshot, files: list[SourcePath], at: dict[str, int], fresh: dict[str, FileEntry]
+) -> dict[str, FileEntry]:
+    """The entries of `files`, in the order a scan takes them: `fresh` ones for the files
+    scanned now, the snapshot's for the others."""
+    entries = {}
+    for source in _scan_order(files):
+        display = source.display
+        entry = fresh.get(display)
+        if entry is None:
+            index = at[display]
+            entry = FileEntry(
+                snapshot.paths[index],
+                snapshot.signatures[index],
+                snapshot.details[index],
+                snapshot.unmapped[index],
+                snapshot.rows[index],
+            )
+        entries[display] = entry
+    return entries
+
+
+def settings_digest(plan: ScanPlan) -> str:
+    """Everything besides the files that a JSON report depends on."""
+    parts = (
+        _LAYOUT,
+        __version__,
+        config_digest(plan.target),
+        os.getcwd(),
+        str(plan.root),
+        str(plan.base),
+        plan.target,
+        plan.exclude,
+        plan.max_bytes,
+        plan.config,
+        plan.policy,
+    )
+    return hashlib.sha256(repr(_canonical(parts)).encode()).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """`value` with its sets sorted and paths as text: a repr that is the same in every
+    process (a set's order follows the string hash, which differs from one process to the
+    next)."""
+    if isinstance(value, frozenset | set):
+        return tuple(sorted(map(_canonical, value), key=repr))
+    if isinstance(value, tuple | list):
+        return tuple(map(_canonical, value))
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+class SnapshotFolder:
+    """The snapshots beside a result cache: for each scope, `SCOPE.pickle` and the row files
+    `SCOPE-TOKEN.rows` it names."""
+
+    def __init__(self, cache_dir: Path, plan: ScanPlan) -> None:
+        self.folder = cache_dir / _FOLDER
+        self.scope = hashlib.sha256(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
+        self._opened: dict[str, Segment] = {}
+        self._created: set[str] = set()  # row files this process wrote
+
+    def load(self, settings: str) -> Snapshot | None:
+        """The scope's snapshot if it was written with these settings and can be read."""
+        try:
+            with open(self.folder / f"{self.scope}.pickle", "rb") as handle:
+                snapshot = pickle.load(handle)
+        except Exception:  # none, or written by another build: scan in full
+            return None
+        if not isinstance(snapshot, Snapshot) or snapshot.settings != settings:
+            return None
+        return snapshot
+
+    def segment(self, name: str) -> Segment:
+        found = self._opened.get(name)
+        if found is None:
+            found = self._opened[name] = Segment(self.folder / name)
+        return found
+
+    def new_rows(self) -> tuple[str, int]:
+        """A new row file: its name and a descriptor open to write it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"{self.scope}-{os.urandom(8).hex()}.rows"
+        self._created.add(name)
+        return name, os.open(self.folder / name, _NEW_FILE, 0o644)
+
+    def store(self, snapshot: Snapshot, replaced_rows: set[str]) -> None:
+        """Write `snapshot` for the scope (atomically), then delete the row files that only the
+        snapshot it replaces named (`replaced_rows`) or this process wrote, and orphans old
+        enough to be no other scan's."""
+        tmp = self.folder / f".{self.scope}.{os.urandom(8).hex()}.tmp"
+        try:
+            with open(tmp, "wb") as handle:
+                pickle.dump(snapshot, handle, pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.folder / f"{self.scope}.pickle")
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        live = _row_files(snapshot)
+        dropped = replaced_rows | self._created
+        now = time.time()
+        for path in self.folder.glob(f"{self.scope}-*.rows"):
+            if path.name in live:
+                continue
+            with contextlib.suppress(OSError):  # held open on Windows: a later scan deletes it
+                if path.name in dropped or now - path.stat().st_mtime > _ORPHAN_AGE_S:
+                    path.unlink()
+
+
+def _row_files(snapshot: Snapshot) -> set[str]:
+    return {rows[0] for rows in snapshot.rows if rows is not None}
+
+
+class Recorder:
+    """Observes a full scan (`api.ScanObserver`): each file's signature before it is read,
+    then what its result gave the report."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, tuple[str, Signature | None]] = {}
+        self.results: dict[str, tuple[ScannedFile, FileFindings | None]] = {}
+
+    def started(self, files: list[SourcePath]) -> None:
+        settled_before = time.time_ns() - stat_index.SETTLED_NS
+        for source in files:
+            sig = _settled(signature(source.path), settled_before)
+            self._sources[source.display] = (source.path, sig)
+
+    def collected(self, result: ScannedFile, table: FileFindings | None) -> None:
+        self.results[result.path] = (result, table)
+
+    def entries(self, report: ScanReport) -> dict[str, FileEntry]:
+        """Each file's entry, in the order the scan took them, with no rows yet."""
+        entries = {}
+        for display, (result, table) in self.results.items():
+            path, sig = self._sources[display]
+            failing = report.failing_in(table) if table is not None else 0
+            entries[display] = _entry(path, sig, result, table, failing)
+        return entries
+
+
+def _settled(sig: Signature | None, settled_before: int) -> Signature | None:
+    return sig if sig is not None and max(sig[1], sig[2]) < settled_before else None
+
+
+def _outcome(result: ScannedFile) -> str:
+    if result.error is not None:
+        return "error"
+    if result.prefiltered:
+        return "prefiltered"
+    return "skipped" if result.skipped else "analyzed"
+
+
+def _counted(table: FileFindings | None) -> tuple[tuple[Kind, int], ...]:
+    return tuple(zip(table.kinds, table.kind_counts, strict=True)) if table else ()
+
+
+# Scans the changed sources and notebooks: each with its result, sources first.
+ScanChanged = Callable[[list[SourcePath], list[SourcePath]], list[tuple[SourcePath, "ScannedFile"]]]
+
+
+class Written(NamedTuple):
+    """A report, the pieces that write it as JSON, and the snapshot that holds its rows (None:
+    the one it was spliced from, unchanged)."""
+
+    report: ScanReport
+    pieces: list[Piece]
+    snapshot: Snapshot | None
+
+
+def recorded(
+    report: ScanReport, recorder: Recorder, settings: str, folder: SnapshotFolder
+) -> Written:
+    """The report of a full scan, written through a new snapshot: every file's rows go to one
+    row file, and the report copies them from there."""
+    empty = Snapshot(settings, _totals_of(report), [], [], [], [], [], [])
+    snapshot = _columns(empty, recorder.entries(report))
+    at = {display: index for index, display in enumerate(snapshot.displays)}
+    _with_rows(report, snapshot, at, report.files, folder)
+    return Written(report, _report_pieces(report, snapshot, folder), snapshot)
+
+
+def _totals_of(report: ScanReport) -> ScanReport:
+    """`report`'s lists and counts, its tables counted in `elsewhere` and not held."""
+    kept = copy(report)
+    tally = Tally()
+    if report.elsewhere is not None:
+        tally.add(report.elsewhere.kinds.items(), report.elsewhere.failing)
+        tally.files = report.elsewhere.files
+    for table in report.files:
+        tally.add(_counted(table), report.failing_in(table))
+    kept.files = []
+    kept.elsewhere = tally
+    kept.unmapped_apis = Counter()  # made again from the files' entries, in their order
+    kept._fail_on_by_path = {}
+    kept._decoded = kept._totals = None
+    return kept
+
+
+class Changes(NamedTuple):
+    """How the tree differs from a snapshot's."""
+
+    changed: dict[str, tuple[SourcePath, Signature | None]]  # and appeared: with signatures
+    vanished: list[str]
+    same_files: bool  # the same files as the snapshot's (so in the same order)
+
+
+def _changes(snapshot: Snapshot, files: list[SourcePath], at: dict[str, int]) -> Changes | None:
+    """The files that changed, appeared or vanished since `snapshot`, with the signatures the
+    changed ones have now (None if not settled); None when more than `MAX_SPLICED_FILES`."""
+    settled_before = time.time_ns() - stat_index.SETTLED_NS
+    changed: dict[str, tuple[SourcePath, Signature | None]] = {}
+    appeared = 0
+    signatures, paths = snapshot.signatures, snapshot.paths
+    for source in files:
+        index = at.get(source.display)
+        sig = signature(source.path)
+        if index is None:
+            appeared += 1
+        elif sig is not None and signatures[index] == sig and paths[index] == source.path:
+            continue
+        changed[source.display] = (source, _settled(sig, settled_before))
+        if len(changed) > MAX_SPLICED_FILES:
+            return None
+    vanished: list[str] = []
+    if len(files) - appeared != len(at):
+        seen = {source.display for source in files}
+        vanished = [display for display in snapshot.displays if display not in seen]
+    if len(changed) + len(vanished) > MAX_SPLICED_FILES:
+        return None
+    return Changes(changed, vanished, not appeared and not vanished)
+
+
+def spliced(
+    snapshot: Snapshot,
+    plan: ScanPlan,
+    folder: SnapshotFolder,
+    scan_changed: ScanChanged,
+    started: float,
+) -> Written | None:
+    """The report of a re-scan made from `snapshot` (which it changes), the files that
+    changed scanned by `scan_changed`; None when too many changed, or a row file is gone."""
+    files = select_files(plan)
+    at = {display: index for index, display in enumerate(snapshot.displays)}
+    found = _changes(snapshot, files, at)
+    if found is None:
+        return None
+    report = snapshot.report
+    dropped = {*found.changed, *found.vanished}
+    _count_out(report, [snapshot.detail(at[d]) for d in dropped if d in at], dropped)
+    report.files_total = report.files_done = len(files)
+    try:
+        if dropped:
+            tables, fresh = _scanned_now(report, found.changed, scan_changed)
+            if found.same_files:
+                _replace_entries(snapshot, at, fresh)
+            else:
+                snapshot = _columns(snapshot, _entries_after(snapshot, files, at, fresh))
+                at = {display: index for index, display in enumerate(snapshot.displays)}
+            _with_rows(report, snapshot, at, tables, folder)
+            snapshot = snapshot._replace(report=_totals_of(report))
+        report.unmapped_apis = _unmapped(snapshot.unmapped)
+        report.elapsed_s = time.perf_counter() - started
+        pieces = _report_pieces(report, snapshot, folder)
+    except OSError:  # a row file gone or cut short: scan in full
+        return None
+    return Written(report, pieces, snapshot if dropped else None)
+
+
+def _scanned_now(
+    report: ScanReport,
+    changed: dict[str, tuple[SourcePath, Signature | None]],
+    scan_changed: ScanChanged,
+) -> tuple[list[FileFindings], dict[str, FileEntry]]:
+    """Scan the changed files and count them into `report`: their tables, and their entries
+    (no rows yet)."""
+    sources = [source for source, _ in changed.values()]
+    tables: list[FileFindings] = []
+    fresh: dict[str, FileEntry] = {}
+    for source, result in scan_changed(
+        [s for s in sources if not s.display.endswith(NOTEBOOK_SUFFIX)],
+        [s for s in sources if s.display.endswith(NOTEBOOK_SUFFIX)],
+    ):
+        table = collect_result(report, result)
+        if table is not None:
+            tables.append(table)
+        failing = report.failing_in(table) if table is not None else 0
+        sig = changed[source.display][1]
+        fresh[source.display] = _entry(source.path, sig, result, table, failing)
+    return tables, fresh
+
+
+def _replace_entries(snapshot: Snapshot, at: dict[str, int], fresh: dict[str, FileEntry]) -> None:
+    for display, entry in fresh.items():
+        index = at[display]
+        snapshot.paths[index] = entry.path
+        snapshot.signatures[index] = entry.signature
+        snapshot.details[index] = entry.detail
+        snapshot.unmapped[index] = entry.unmapped
+        snapshot.rows[index] = entry.rows
+
+
+def _scan_order(files: list[SourcePath]) -> Iterator[SourcePath]:
+    """Sources, then notebooks: the order a scan takes them (`api.scan`)."""
+    yield from (f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX))
+    yield from (f for f in files if f.display.endswith(NOTEBOOK_SUFFIX))
+
+
+def _count_out(report: ScanReport, details: list[Detail], displays: set[str]) -> None:
+    """Take what the files at `displays` (with these `details`) gave the report out of it."""
+    assert report.elsewhere is not None
+    for detail in details:
+        if detail.outcome == "prefiltered":
+            report.files_prefiltered -= 1
+        elif detail.outcome == "analyzed":
+            report.files_analyzed -= 1
+            if detail.kinds:
+                report.elsewhere.add(detail.kinds, detail.failing, sign=-1)
+    if displays:
+        report.errors = [e for e in report.errors if e.path not in displays]
+        report.skipped = [s for s in report.skipped if s["path"] not in displays]
+        report.unused_suppressions = [
+            u for u in report.unused_suppressions if u.path not in displays
+        ]
+        report.suppressed = [s for s in report.suppressed if s.finding.path not in displays]
+    # What is left came from the snapshot; the files scanned now count themselves.
+    report.files_cached = report.files_analyzed
+
+
+def _unmapped(per_file: Iterable[Unmapped]) -> Counter[str]:
+    """The unmapped APIs over all files, counted in the files' order as a scan counts them
+    (the report lists ties in the order of first use)."""
+    counts: dict[str, int] = {}
+    for unmapped in per_file:
+        for api, count in unmapped:  # a plain dict: Counter.update costs microseconds a call
+            counts[api] = counts.get(api, 0) + count
+    return Counter(counts)
+
+
+def _with_rows(
+    report: ScanReport,
+    snapshot: Snapshot,
+    at: dict[str, int],
+    tables: list[FileFindings],
+    folder: SnapshotFolder,
+) -> None:
+    """Put the rows of `tables` (the files scanned now) in a new row file, and all rows in one
+    when they would span more than `MAX_ROW_FILES`; `snapshot.rows` says where. Rows in a row
+    file are written in report order with ROW_SEPARATOR between, as the report lists them: a
+    run of them is copied at once."""
+    rows = snapshot.rows
+    if tables:
+        name, fd = folder.new_rows()
+        try:
+            start = 0
+            for index, table in enumerate(sorted(tables, key=_path)):
+                if index:
+                    _write(fd, ROW_SEPARATOR)
+                    start += len(ROW_SEPARATOR)
+                length = _write_pieces(fd, listed_rows(report, table))
+                rows[at[table.path]] = (name, start, length)
+                start += length
+        finally:
+            os.close(fd)
+    if len({place[0] for place in rows if place is not None}) <= MAX_ROW_FILES:
+        return
+    name, fd = folder.new_rows()
+    try:
+        start = 0
+        for index in _report_order(snapshot):
+            place = rows[index]
+            assert place is not None
+            if start:
+                _write(fd, ROW_SEPARATOR)
+                start += len(ROW_SEPARATOR)
+            _stored(folder, *place).copy_to(fd)
+            rows[index] = (name, start, place[2])
+            start += place[2]
+    finally:
+        os.close(fd)
+
+
+def _report_order(snapshot: Snapshot) -> list[int]:
+    """The files with findings, in the order the report lists them (by path)."""
+    listed = [index for index, place in enumerate(snapshot.rows) if place is not None]
+    displays = snapshot.displays
+    return sorted(listed, key=displays.__getitem__)
+
+
+def _path(table: FileFindings) -> str:
+    return table.path
+
+
+def _report_pieces(report: ScanReport, snapshot: Snapshot, folder: SnapshotFolder) -> list[Piece]:
+    """The JSON report (`json_report.json_chunks`'s text), its rows copied from row files a
+    run of files at a time."""
+    head, tail = around_findings(report)
+    listed = _report_order(snapshot)
+    if not listed:
+        return [head + b"[]" + tail + b"\n"]
+    pieces: list[Piece] = [head + b"[\n    "]
+    run: list[Any] | None = None  # [name, start, end] of the run being gathered
+    for index in listed:
+        name, start, length = snapshot.rows[index]  # type: ignore[misc]  # listed: not None
+        if run is not None and run[0] == name and run[2] + len(ROW_SEPARATOR) == start:
+            run[2] = start + length
+            continue
+        if run is not None:
+            pieces += [_stored(folder, run[0], run[1], run[2] - run[1]), ROW_SEPARATOR]
+        run = [name, start, start + length]
+    assert run is not None
+    pieces += [_stored(folder, run[0], run[1], run[2] - run[1]), b"\n  ]" + tail + b"\n"]
+    return pieces
+
+
+def _stored(folder: SnapshotFolder, name: str, start: int, length: int) -> StoredBytes:
+    segment = folder.segment(name)
+    if start + length > segment.size:
+        raise OSError(f"row file {name} is shorter than its snapshot says")
+    return StoredBytes(segment, start, length)
+
+
+def _write(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _write_pieces(fd: int, pieces: Iterable[Piece]) -> int:
+    """Append `pieces` to `fd`; how many bytes they were."""
+    length = 0
+    for piece in pieces:
+        if isinstance(piece, StoredBytes):
+            piece.copy_to(fd)
+        else:
+            _write(fd, piece)
+        length += len(piece)
+    return length
+
+
+def scan_json(
+    plan: ScanPlan,
+    *,
+    output: Path | None,
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ScanReport:
+    """Scan by `plan` and write the JSON report to `output` (stdout when None), spliced into
+    the last report when few files changed; the report (when spliced, its tables are only the
+    files scanned now)."""
+    started = time.perf_counter()
+    cache_dir = cache_dir or default_cache_dir()
+    settings = settings_digest(plan)
+    folder = SnapshotFolder(cache_dir, plan)
+    last = folder.load(settings)
+    last_rows = _row_files(last) if last is not None else set()  # before a splice changes it
+    written = None
+    if last is not None:
+        written = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started)
+    if written is None:
+        recorder = Recorder()
+        report = scan_planned(
+            plan, jobs=jobs, cache_dir=cache_dir, on_progress=on_progress, observer=recorder
+        )
+        try:
+            written = recorded(report, recorder, settings, folder)
+        except OSError:  # no room for the snapshot: the report as a scan writes it
+            write_output(json_chunks(report), output)
+            return report
+    write_output(written.pieces, output)
+    if written.snapshot is not None:
+        with contextlib.suppress(OSError):  # the report is out; the next scan runs in full
+            folder.store(written.snapshot, last_rows)
+    return written.report
+
+
+def _scan_few(
+    plan: ScanPlan, cache_dir: Path, sources: list[SourcePath], notebooks: list[SourcePath]
+) -> list[tuple[SourcePath, ScannedFile]]:
+    """The changed files of a spliced re-scan, in this process (too few for workers)."""
+    cache = ResultCache(cache_dir)
+    settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
+    try:
+        found = scan_files(sources, settings, jobs=1, cache=cache, use_stat_index=False)
+        results = list(zip(sources, found, strict=True))
+        if notebooks:
+            from neuron_migrate.notebook_scan import scan_notebook
+
+            results.extend((source, scan_notebook(source, settings, cache)) for source in notebooks)
+    finally:
+        cache.close()
+    return results

@@ -1,0 +1,248 @@
+"""The JSON report's snapshot: a re-scan that finds few files changed splices them into the last
+report, and writes exactly what a full scan writes (but for the time it took)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate import report_snapshot, stat_index
+from neuron_migrate.api import ScanPlan, ScanReport
+from tests.cli import invoke
+from tests.report.test_notebooks import notebook_text
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+XLA = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+# Per-path overrides, a selection and a gate that differs by path: every kind of policy.
+CONFIG = """\
+[tool.neuron-migrate]
+ignore = ["NM902"]
+fail-on = ["unsupported", "fallback"]
+
+[[tool.neuron-migrate.overrides]]
+paths = ["analyze/op_*.py"]
+fail-on = ["float64"]
+
+[[tool.neuron-migrate.overrides]]
+paths = ["projects/mixed_status/*"]
+ignore = ["NM1"]
+"""
+
+
+@pytest.fixture
+def full_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The trees scanned in full. Every file counts as settled once written (the real rule,
+    3 s, has a test of its own)."""
+    monkeypatch.setattr(stat_index, "SETTLED_NS", -(10**12))
+    scanned: list[str] = []
+    real = report_snapshot.scan_planned
+
+    def counting(plan: ScanPlan, **kwargs: object) -> ScanReport:
+        scanned.append(str(plan.root))
+        return real(plan, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_snapshot, "scan_planned", counting)
+    return scanned
+
+
+def _tree(root: Path) -> Path:
+    """Fixture projects and analyser cases, a config, an unparsable file, an empty file, a
+    suppressed finding, an unused suppression and a notebook."""
+    tree = root / "tree"
+    shutil.copytree(FIXTURES / "analyze", tree / "analyze", ignore=shutil.ignore_patterns("*.yaml"))
+    for project in ("mixed_status", "mlp_single"):
+        shutil.copytree(FIXTURES / "projects" / project, tree / "projects" / project)
+    (tree / "pyproject.toml").write_text(CONFIG)
+    (tree / "broken.py").write_text("import torch\ndef f(:\n")
+    (tree / "empty.py").write_text("")
+    (tree / "quiet.py").write_text(
+        "import torch\nx = torch.zeros(2, dtype=torch.float64)  # neuron-migrate: ignore[NM910]\n"
+        "y = 1  # neuron-migrate: ignore[NM104]\n"
+    )
+    (tree / "train.ipynb").write_text(notebook_text())
+    return tree
+
+
+def _scan(tree: Path, cache: Path, *extra: str) -> tuple[int, str]:
+    result = invoke(["scan", "--format", "json", "--cache-dir", str(cache), *extra, str(tree)])
+    return result.exit_code, result.stdout
+
+
+def _full(tree: Path, *extra: str) -> tuple[int, str]:
+    result = invoke(["scan", "--format", "json", "--no-cache", *extra, str(tree)])
+    return result.exit_code, result.stdout
+
+
+def _without_timing(report: str) -> str:
+    """The report but for the lines that differ from run to run and cache to cache."""
+    return "".join(
+        line
+        for line in report.splitlines(keepends=True)
+        if '"elapsed_s":' not in line and '"from_cache":' not in line
+    )
+
+
+def _agrees(tree: Path, cache: Path, *extra: str) -> dict:
+    """Scan with the snapshot; check that the report and the exit code are a full scan's."""
+    code, report = _scan(tree, cache, *extra)
+    full_code, full = _full(tree, *extra)
+    assert code == full_code
+    assert _without_timing(report) == _without_timing(full)
+    data: dict = json.loads(report)
+    return data
+
+
+EDITS: list[tuple[str, Callable[[Path], object]]] = [
+    ("nothing", lambda tree: None),
+    ("a new finding", lambda tree: _append(tree / "analyze/alias_as.py", XLA)),
+    ("a new file", lambda tree: (tree / "new.py").write_text(XLA)),
+    ("a file deleted", lambda tree: (tree / "analyze/idioms.py").unlink()),
+    ("a file that stops parsing", lambda tree: _append(tree / "analyze/new_api.py", "def (\n")),
+    ("the broken file mended", lambda tree: (tree / "broken.py").write_text(XLA)),
+    ("an empty file given code", lambda tree: (tree / "empty.py").write_text(XLA)),
+    ("a file emptied", lambda tree: (tree / "analyze/ambiguous.py").write_text("")),
+    ("a suppression made unused", lambda tree: (tree / "quiet.py").write_text("import torch\n")),
+    ("a notebook edited", lambda tree: _append(tree / "train.ipynb", "\n")),
+    ("a gated override's file", lambda tree: _append(tree / "analyze/op_statuses.py", XLA)),
+    ("a file's findings removed", lambda tree: (tree / "new.py").write_text("x = 1\n")),
+]
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_each_kind_of_edit_is_spliced_into_the_report_a_full_scan_writes(
+    tmp_path: Path, full_scans: list[str]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    first = _agrees(tree, cache)
+    assert len(full_scans) == 1
+    summary = first["summary"]
+    assert summary["findings"] and summary["unmapped_apis"] and summary["suppressed"]["ignore"]
+    assert first["errors"] and first["skipped"] and first["unused_suppressions"]
+    for what, edit in EDITS:
+        edit(tree)
+        data = _agrees(tree, cache)
+        assert len(full_scans) == 1, f"{what}: scanned in full"
+        files = data["summary"]["files"]
+        assert files["total"] == len(list(tree.rglob("*.py"))) + 1, what
+    assert data["errors"] and data["skipped"] and not data["unused_suppressions"]
+
+
+def test_files_from_the_snapshot_count_as_from_the_cache(
+    tmp_path: Path, full_scans: list[str]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _scan(tree, cache)
+    warm = json.loads(_scan(tree, cache)[1])["summary"]["files"]
+    assert warm["from_cache"] == warm["analyzed"]
+    (tree / "new.py").write_text(XLA + "# a file the cache has never seen\n")
+    one = json.loads(_scan(tree, cache)[1])["summary"]["files"]
+    assert one["from_cache"] == one["analyzed"] - 1
+    assert len(full_scans) == 1
+
+
+def test_other_settings_scan_in_full_and_replace_the_snapshot(
+    tmp_path: Path, full_scans: list[str]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    _agrees(tree, cache, "--select", "NM1")
+    _agrees(tree, cache, "--select", "NM1")
+    (tree / "pyproject.toml").write_text(CONFIG.replace('"NM902"', '"NM104"'))
+    _agrees(tree, cache, "--select", "NM1")
+    assert len(full_scans) == 3
+    assert len(list((cache / "report-snapshots").glob("*.pickle"))) == 1
+
+
+def test_many_changed_files_scan_in_full(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report_snapshot, "MAX_SPLICED_FILES", 2)
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    for name in ("a", "b"):
+        (tree / f"{name}.py").write_text(XLA)
+    _agrees(tree, cache)
+    assert len(full_scans) == 1
+    for name in ("c", "d", "e"):
+        (tree / f"{name}.py").write_text(XLA)
+    _agrees(tree, cache)
+    assert len(full_scans) == 2
+
+
+def test_rows_spread_over_many_row_files_are_gathered_into_one(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report_snapshot, "MAX_ROW_FILES", 2)
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    for name in ("alias_as", "alias_plain", "conditional", "from_import_as"):
+        _append(tree / "analyze" / f"{name}.py", XLA)
+        _agrees(tree, cache)
+        assert len(list((cache / "report-snapshots").glob("*.rows"))) <= 2
+    assert len(full_scans) == 1
+
+
+def test_an_unreadable_snapshot_or_a_lost_row_file_means_a_full_scan(
+    tmp_path: Path, full_scans: list[str]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    folder = cache / "report-snapshots"
+    for rows in folder.glob("*.rows"):
+        rows.unlink()
+    _agrees(tree, cache)
+    (pickled,) = folder.glob("*.pickle")
+    pickled.write_bytes(b"not a pickle")
+    _agrees(tree, cache)
+    assert len(full_scans) == 3
+    _agrees(tree, cache)
+    assert len(full_scans) == 3
+
+
+def test_a_report_written_to_a_file_is_spliced_too(tmp_path: Path, full_scans: list[str]) -> None:
+    tree, cache, out = _tree(tmp_path), tmp_path / "cache", tmp_path / "report.json"
+    _scan(tree, cache)
+    _append(tree / "analyze/alias_as.py", XLA)
+    code, stdout = _scan(tree, cache, "-o", str(out))
+    full_code, full = _full(tree)
+    assert stdout == "" and len(full_scans) == 1
+    assert code == full_code and _without_timing(out.read_text()) == _without_timing(full)
+
+
+def test_files_not_settled_when_read_are_never_trusted(tmp_path: Path) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"  # written just now: not settled
+    _scan(tree, cache)
+    (pickled,) = (cache / "report-snapshots").glob("*.pickle")
+    snapshot = pickle.loads(pickled.read_bytes())
+    assert snapshot.displays and all(sig is None for sig in snapshot.signatures)
+
+
+def test_a_baseline_or_another_format_never_uses_the_snapshot(
+    tmp_path: Path, full_scans: list[str]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    baseline = tmp_path / "baseline.json"
+    invoke(["scan", "--cache-dir", str(cache), "--write-baseline", str(baseline), str(tree)])
+    _scan(tree, cache, "--baseline", str(baseline))
+    invoke(["scan", "--format", "sarif", "--cache-dir", str(cache), str(tree)])
+    assert full_scans == []
+    assert not (cache / "report-snapshots").exists()
+
+
+def test_row_files_no_snapshot_names_are_deleted(tmp_path: Path, full_scans: list[str]) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    for edit in range(3):
+        _append(tree / "analyze/alias_as.py", f"{XLA}# edit {edit}\n")
+        _agrees(tree, cache)
+    # The full scan's rows, and the last edit's: the earlier edits' are gone.
+    assert len(list((cache / "report-snapshots").glob("*.rows"))) == 2
+    assert len(full_scans) == 1
