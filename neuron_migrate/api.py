@@ -273,10 +273,11 @@ def plan_scan(
 
 
 class ScanObserver(Protocol):
-    """Told of a scan's files before any is read, and of each file's result as it is counted
-    (with its reported table: the findings the policy keeps)."""
+    """Told of a scan's files (and the folders listed to find them) before any is read, and of
+    each file's result as it is counted (with its reported table: the findings the policy
+    keeps)."""
 
-    def started(self, files: list[SourcePath]) -> None: ...
+    def started(self, files: list[SourcePath], folders: list[str]) -> None: ...
 
     def collected(self, result: ScannedFile, table: FileFindings | None) -> None: ...
 
@@ -340,9 +341,11 @@ def scan_planned(
 ) -> ScanReport:
     """`scan`, its arguments resolved (`plan_scan`)."""
     started = time.perf_counter()
-    files = select_files(plan, changed_since, shard)
+    folders: list[str] | None = [] if observer is not None else None
+    files = select_files(plan, changed_since, shard, folders)
     if observer is not None:
-        observer.started(files)
+        assert folders is not None
+        observer.started(files, folders)
     cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
     settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
     report = new_report(plan, header_for(plan.target, cache.directory), baseline=baseline)
@@ -394,9 +397,14 @@ def new_report(plan: ScanPlan, header: DataHeader, baseline: Baseline | None = N
 
 
 def select_files(
-    plan: ScanPlan, changed_since: str | None = None, shard: tuple[int, int] | None = None
+    plan: ScanPlan,
+    changed_since: str | None = None,
+    shard: tuple[int, int] | None = None,
+    folders: list[str] | None = None,
 ) -> list[SourcePath]:
-    return _select_files(plan.root, plan.exclude, plan.policy, changed_since, shard)
+    """The files a scan by `plan` reads; each folder listed to find them is added to
+    `folders`, if given."""
+    return _select_files(plan.root, plan.exclude, plan.policy, changed_since, shard, folders)
 
 
 def _select_files(
@@ -405,8 +413,10 @@ def _select_files(
     policy: Policy,
     changed_since: str | None,
     shard: tuple[int, int] | None,
+    folders: list[str] | None = None,
 ) -> list[SourcePath]:
-    files = [f for f in discover(root, exclude, notebooks=True) if not policy.excluded(f.display)]
+    found = discover(root, exclude, notebooks=True, folders=folders)
+    files = [f for f in found if not policy.excluded(f.display)]
     if changed_since is not None:
         from neuron_migrate.changed import changed_files
 

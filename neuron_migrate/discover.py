@@ -52,11 +52,15 @@ class SourcePath(NamedTuple):  # a tuple: a walk makes one a file
 
 
 def discover(
-    root: Path, exclude: tuple[str, ...] = (), *, notebooks: bool = False
+    root: Path,
+    exclude: tuple[str, ...] = (),
+    *,
+    notebooks: bool = False,
+    folders: list[str] | None = None,
 ) -> Iterator[SourcePath]:
     """Source files under `root` (a file or a folder), in a stable, sorted order; Jupyter
     notebooks (`.ipynb`) too when `notebooks` is true (the scan reads them cell by cell, see
-    `neuron_migrate.notebook`).
+    `neuron_migrate.notebook`). Each folder listed is added to `folders`, if given.
 
     Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
     broken or looping one is reported by the reader.
@@ -67,15 +71,21 @@ def discover(
         yield SourcePath(str(root), root.name)
         return
     suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
-    yield from _walk(str(root), "", suffixes, exclude)
+    yield from _walk(str(root), "", suffixes, exclude, folders)
 
 
 def _walk(
-    folder: str, rel_dir: str, suffixes: tuple[str, ...], exclude: tuple[str, ...]
+    folder: str,
+    rel_dir: str,
+    suffixes: tuple[str, ...],
+    exclude: tuple[str, ...],
+    folders: list[str] | None,
 ) -> Iterator[SourcePath]:
     """The files under `folder` in the order of their display paths (the report's order: the
     cache then holds consecutive files' rows one after another), in one `scandir` a folder;
     an unreadable folder is passed over."""
+    if folders is not None:
+        folders.append(folder)
     try:
         with os.scandir(folder) as listing:
             # A subfolder's files sort as its name and a slash: `b.py` < `b/c.py` < `ba.py`.
@@ -91,7 +101,7 @@ def _walk(
                 and not entry.is_symlink()
                 and not (exclude and _excluded(rel_dir + name, exclude))
             ):
-                yield from _walk(entry.path, rel_dir + name + "/", suffixes, exclude)
+                yield from _walk(entry.path, rel_dir + name + "/", suffixes, exclude, folders)
         elif name.endswith(suffixes):
             display = rel_dir + name
             if not (exclude and _excluded(display, exclude)):

@@ -93,6 +93,10 @@ class Snapshot(NamedTuple):
     details: list[bytes]  # pickled `Detail`s, read only for the files that changed
     unmapped: list[Unmapped]
     rows: list[Rows | None]  # None: no findings
+    # The folders listed to find the files, and their signatures (None: not settled). While
+    # none has changed, neither has the list of files in it: a re-scan need not list them.
+    folders: list[str]
+    folder_signatures: list[Signature | None]
 
     def detail(self, index: int) -> Detail:
         return Detail(*pickle.loads(self.details[index]))
@@ -128,6 +132,8 @@ def _columns(snapshot: Snapshot, entries: dict[str, FileEntry]) -> Snapshot:
         [e.detail for e in values],
         [e.unmapped for e in values],
         [e.rows for e in values],
+        snapshot.folders,
+        snapshot.folder_signatures,
     )
 
 
@@ -252,12 +258,18 @@ class Recorder:
     def __init__(self) -> None:
         self._sources: dict[str, tuple[str, Signature | None]] = {}
         self.results: dict[str, tuple[ScannedFile, FileFindings | None]] = {}
+        self.folders: list[str] = []
+        self.folder_signatures: list[Signature | None] = []
 
-    def started(self, files: list[SourcePath]) -> None:
+    def started(self, files: list[SourcePath], folders: list[str]) -> None:
         settled_before = time.time_ns() - stat_index.SETTLED_NS
         for source in files:
             sig = _settled(signature(source.path), settled_before)
             self._sources[source.display] = (source.path, sig)
+        # Taken after the folders were listed, but a change since then is too recent to be
+        # settled: such a folder is listed again next time.
+        self.folders = folders
+        self.folder_signatures = _folder_signatures(folders)
 
     def collected(self, result: ScannedFile, table: FileFindings | None) -> None:
         self.results[result.path] = (result, table)
@@ -270,6 +282,11 @@ class Recorder:
             failing = report.failing_in(table) if table is not None else 0
             entries[display] = _entry(path, sig, result, table, failing)
         return entries
+
+
+def _folder_signatures(folders: list[str]) -> list[Signature | None]:
+    settled_before = time.time_ns() - stat_index.SETTLED_NS
+    return [_settled(signature(folder), settled_before) for folder in folders]
 
 
 def _settled(sig: Signature | None, settled_before: int) -> Signature | None:
@@ -306,7 +323,13 @@ def recorded(
 ) -> Written:
     """The report of a full scan, written through a new snapshot: every file's rows go to one
     row file, and the report copies them from there."""
-    empty = Snapshot(settings, _totals_of(report), [], [], [], [], [], [])
+    empty = Snapshot(
+        settings,
+        _totals_of(report),
+        *([], [], [], [], [], []),
+        recorder.folders,
+        recorder.folder_signatures,
+    )
     snapshot = _columns(empty, recorder.entries(report))
     at = {display: index for index, display in enumerate(snapshot.displays)}
     _with_rows(report, snapshot, at, report.files, folder)
@@ -373,7 +396,15 @@ def spliced(
 ) -> Written | None:
     """The report of a re-scan made from `snapshot` (which it changes), the files that
     changed scanned by `scan_changed`; None when too many changed, or a row file is gone."""
-    files = select_files(plan)
+    files = _files_if_no_folder_changed(snapshot)
+    relisted = False  # and the folders' signatures changed: the snapshot is stored again
+    if files is None:
+        folders: list[str] = []
+        files = select_files(plan, folders=folders)
+        folder_signatures = _folder_signatures(folders)
+        if (folders, folder_signatures) != (snapshot.folders, snapshot.folder_signatures):
+            snapshot = snapshot._replace(folders=folders, folder_signatures=folder_signatures)
+            relisted = True
     at = {display: index for index, display in enumerate(snapshot.displays)}
     found = _changes(snapshot, files, at)
     if found is None:
@@ -397,7 +428,16 @@ def spliced(
         pieces = _report_pieces(report, snapshot, folder)
     except OSError:  # a row file gone or cut short: scan in full
         return None
-    return Written(report, pieces, snapshot if dropped else None)
+    return Written(report, pieces, snapshot if dropped or relisted else None)
+
+
+def _files_if_no_folder_changed(snapshot: Snapshot) -> list[SourcePath] | None:
+    """The snapshot's files, if every folder listed to find them is as it was then (a file
+    added, removed or renamed in a folder changes the folder's mtime); else None."""
+    for folder, recorded in zip(snapshot.folders, snapshot.folder_signatures, strict=True):
+        if recorded is None or signature(folder) != recorded:
+            return None
+    return list(map(SourcePath, snapshot.paths, snapshot.displays))
 
 
 def _scanned_now(

@@ -13,6 +13,7 @@ import pytest
 
 from neuron_migrate import report_snapshot, stat_index
 from neuron_migrate.api import ScanPlan, ScanReport
+from neuron_migrate.discover import SourcePath
 from tests.cli import invoke
 from tests.report.test_notebooks import notebook_text
 
@@ -223,6 +224,7 @@ def test_files_not_settled_when_read_are_never_trusted(tmp_path: Path) -> None:
     (pickled,) = (cache / "report-snapshots").glob("*.pickle")
     snapshot = pickle.loads(pickled.read_bytes())
     assert snapshot.displays and all(sig is None for sig in snapshot.signatures)
+    assert snapshot.folders and all(sig is None for sig in snapshot.folder_signatures)
 
 
 def test_a_baseline_or_another_format_never_uses_the_snapshot(
@@ -246,3 +248,28 @@ def test_row_files_no_snapshot_names_are_deleted(tmp_path: Path, full_scans: lis
     # The full scan's rows, and the last edit's: the earlier edits' are gone.
     assert len(list((cache / "report-snapshots").glob("*.rows"))) == 2
     assert len(full_scans) == 1
+
+
+def test_folders_are_listed_again_only_once_one_has_changed(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _agrees(tree, cache)
+    listed: list[str] = []
+    real = report_snapshot.select_files
+
+    def counting(plan: ScanPlan, *args: object, **kwargs: object) -> list[SourcePath]:
+        listed.append(str(plan.root))
+        return real(plan, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_snapshot, "select_files", counting)
+    _append(tree / "analyze/alias_as.py", XLA)  # in place: its folder is unchanged
+    _agrees(tree, cache)
+    assert listed == []
+    (tree / "projects/mlp_single/extra").mkdir()
+    (tree / "projects/mlp_single/extra/step.py").write_text(XLA)
+    data = _agrees(tree, cache)
+    assert len(listed) == 1
+    assert any(f["path"] == "projects/mlp_single/extra/step.py" for f in data["findings"])
+    _agrees(tree, cache)  # the new folders' signatures were kept
+    assert len(listed) == 1 and len(full_scans) == 1
