@@ -412,7 +412,6 @@ def spliced(
     report = snapshot.report
     dropped = {*found.changed, *found.vanished}
     _count_out(report, [snapshot.detail(at[d]) for d in dropped if d in at], dropped)
-    report.files_total = report.files_done = len(files)
     try:
         if dropped:
             tables, fresh = _scanned_now(report, found.changed, scan_changed)
@@ -423,6 +422,7 @@ def spliced(
                 at = {display: index for index, display in enumerate(snapshot.displays)}
             _with_rows(report, snapshot, at, tables, folder)
             snapshot = snapshot._replace(report=_totals_of(report))
+        report.files_total = report.files_done = len(files)
         report.unmapped_apis = _unmapped(snapshot.unmapped)
         report.elapsed_s = time.perf_counter() - started
         pieces = _report_pieces(report, snapshot, folder)
