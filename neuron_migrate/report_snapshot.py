@@ -4,11 +4,12 @@ their rows into it instead of assembling the whole report again.
 A warm re-scan of a tree of thousands of files spends most of its time on steps it takes once
 per file: a cache lookup, a copy of the file's rows from wherever its cache entry lies, its
 table counted into the summary. With a snapshot, a re-scan stats each file and compares the
-signature with the one recorded when the last report was written; it scans only the files that
-differ, appeared or vanished, and writes the report from the last one's rows (one kernel copy
-per run of unchanged files), the head and tail (summary, lists, gate) made again from the
-totals kept beside them. What it writes is what a full scan writes (tests compare the two byte
-for byte), but for `elapsed_s`.
+signature with the one recorded when the last report was written (the folders first: while
+none has changed, neither has the list of files, and the tree is not walked again); it scans
+only the files that differ, appeared or vanished, and writes the report from the last one's
+rows (one kernel copy per run of unchanged files), the head and tail (summary, lists, gate)
+made again from the totals kept beside them. What it writes is what a full scan writes (tests
+compare the two byte for byte), but for `elapsed_s`.
 
 It is used for a JSON report with the cache on and no baseline, shard or `--changed-since`;
 other scans run in full. A snapshot belongs to the scans of one path from one working folder

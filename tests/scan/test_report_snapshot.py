@@ -273,3 +273,19 @@ def test_folders_are_listed_again_only_once_one_has_changed(
     assert any(f["path"] == "projects/mlp_single/extra/step.py" for f in data["findings"])
     _agrees(tree, cache)  # the new folders' signatures were kept
     assert len(listed) == 1 and len(full_scans) == 1
+
+
+def test_the_gate_follows_the_spliced_files(tmp_path: Path, full_scans: list[str]) -> None:
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    tree.mkdir()
+    (tree / "fine.py").write_text(XLA)
+    failing = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
+    (tree / "model.py").write_text(failing)
+    assert _scan(tree, cache, "--no-config")[0] == 1
+    (tree / "model.py").write_text("import torch\n")
+    code, report = _scan(tree, cache, "--no-config")
+    assert code == 0 and json.loads(report)["summary"]["gate"]["passed"]
+    assert _without_timing(report) == _without_timing(_full(tree, "--no-config")[1])
+    (tree / "model.py").write_text(failing)
+    assert _scan(tree, cache, "--no-config")[0] == 1
+    assert len(full_scans) == 1
