@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -200,12 +203,15 @@ def test_an_unreadable_snapshot_or_a_lost_row_file_means_a_full_scan(
     for rows in folder.glob("*.rows"):
         rows.unlink()
     _agrees(tree, cache)
+    for rows in folder.glob("*.rows"):  # cut short
+        rows.write_bytes(rows.read_bytes()[:100])
+    _agrees(tree, cache)
     (pickled,) = folder.glob("*.pickle")
     pickled.write_bytes(b"not a pickle")
     _agrees(tree, cache)
-    assert len(full_scans) == 3
+    assert len(full_scans) == 4
     _agrees(tree, cache)
-    assert len(full_scans) == 3
+    assert len(full_scans) == 4
 
 
 def test_a_report_written_to_a_file_is_spliced_too(tmp_path: Path, full_scans: list[str]) -> None:
@@ -289,3 +295,21 @@ def test_the_gate_follows_the_spliced_files(tmp_path: Path, full_scans: list[str
     (tree / "model.py").write_text(failing)
     assert _scan(tree, cache, "--no-config")[0] == 1
     assert len(full_scans) == 1
+
+
+def test_concurrent_spliced_scans_sharing_a_cache_each_write_a_full_report(
+    tmp_path: Path,
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    time.sleep(stat_index.SETTLED_NS / 1e9 + 0.1)  # the real rule: let the tree settle
+    command = [sys.executable, "-m", "neuron_migrate", "scan", "--format", "json", "-j", "1"]
+    with_cache = [*command, "--cache-dir", str(cache), str(tree)]
+    subprocess.run(with_cache, capture_output=True, check=False)
+    (pickled,) = (cache / "report-snapshots").glob("*.pickle")
+    assert None not in pickle.loads(pickled.read_bytes()).signatures  # so the scans splice
+    _append(tree / "analyze/alias_as.py", XLA)  # not settled: every scan below splices it in
+    scans = [subprocess.Popen(with_cache, stdout=subprocess.PIPE) for _ in range(4)]
+    reports = [scan.communicate()[0].decode() for scan in scans]
+    full = subprocess.run([*command, "--no-cache", str(tree)], capture_output=True, text=True)
+    for report in [*reports, subprocess.run(with_cache, capture_output=True, text=True).stdout]:
+        assert _without_timing(report) == _without_timing(full.stdout)
