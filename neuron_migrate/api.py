@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from copy import copy
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -44,6 +45,12 @@ class Tally:
                 del self.kinds[kind]  # as a full count, which never holds a kind it did not see
         self.failing += sign * failing
         self.files += sign
+
+    def copy(self) -> Tally:
+        copied = Tally()
+        copied.kinds = dict(self.kinds)
+        copied.failing, copied.files = self.failing, self.files
+        return copied
 
 
 class ScanReport:
@@ -196,6 +203,19 @@ class ScanReport:
             return failing
         known, fingerprints = self.baseline.fingerprints, table.fingerprints
         return [position for position in failing if fingerprints[position] not in known]
+
+    def counted_elsewhere(self) -> ScanReport:
+        """A copy of the report with its tables counted in `elsewhere` rather than held: the
+        lists and totals a spliced re-scan starts from (`neuron_migrate.report_snapshot`)."""
+        kept = copy(self)
+        tally = self.elsewhere.copy() if self.elsewhere is not None else Tally()
+        for table in self.files:
+            tally.add(zip(table.kinds, table.kind_counts, strict=True), self.failing_in(table))
+        kept.files = []
+        kept.elsewhere = tally
+        kept._fail_on_by_path = {}
+        kept._decoded = kept._totals = None
+        return kept
 
     @property
     def files_with_findings(self) -> int:

@@ -29,16 +29,14 @@ import pickle
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from copy import copy
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from neuron_migrate import __version__, stat_index
+from neuron_migrate import __version__
 from neuron_migrate.api import (
     ScanPlan,
     ScanReport,
-    Tally,
     collect_result,
     scan_planned,
     select_files,
@@ -49,9 +47,9 @@ from neuron_migrate.engine import ScanSettings, scan_files
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
 from neuron_migrate.output import write_output
 from neuron_migrate.report.json_report import around_findings, json_chunks, listed_rows
-from neuron_migrate.row_store import Piece, Segment, StoredBytes
+from neuron_migrate.row_store import Piece, Segment, StoredBytes, write_all
 from neuron_migrate.scan_data import config_digest
-from neuron_migrate.stat_index import Signature, signature
+from neuron_migrate.stat_index import Signature, settled, settled_before, signature
 
 if TYPE_CHECKING:
     from neuron_migrate.scanned import ScannedFile
@@ -263,9 +261,9 @@ class Recorder:
         self.folder_signatures: list[Signature | None] = []
 
     def started(self, files: list[SourcePath], folders: list[str]) -> None:
-        settled_before = time.time_ns() - stat_index.SETTLED_NS
+        before = settled_before()
         for source in files:
-            sig = _settled(signature(source.path), settled_before)
+            sig = settled(signature(source.path), before)
             self._sources[source.display] = (source.path, sig)
         # Taken after the folders were listed, but a change since then is too recent to be
         # settled: such a folder is listed again next time.
@@ -286,12 +284,8 @@ class Recorder:
 
 
 def _folder_signatures(folders: list[str]) -> list[Signature | None]:
-    settled_before = time.time_ns() - stat_index.SETTLED_NS
-    return [_settled(signature(folder), settled_before) for folder in folders]
-
-
-def _settled(sig: Signature | None, settled_before: int) -> Signature | None:
-    return sig if sig is not None and max(sig[1], sig[2]) < settled_before else None
+    before = settled_before()
+    return [settled(signature(folder), before) for folder in folders]
 
 
 def _outcome(result: ScannedFile) -> str:
@@ -338,19 +332,9 @@ def recorded(
 
 
 def _totals_of(report: ScanReport) -> ScanReport:
-    """`report`'s lists and counts, its tables counted in `elsewhere` and not held."""
-    kept = copy(report)
-    tally = Tally()
-    if report.elsewhere is not None:
-        tally.add(report.elsewhere.kinds.items(), report.elsewhere.failing)
-        tally.files = report.elsewhere.files
-    for table in report.files:
-        tally.add(_counted(table), report.failing_in(table))
-    kept.files = []
-    kept.elsewhere = tally
+    """What a snapshot keeps of `report`: its lists and counts, its tables counted, not held."""
+    kept = report.counted_elsewhere()
     kept.unmapped_apis = Counter()  # made again from the files' entries, in their order
-    kept._fail_on_by_path = {}
-    kept._decoded = kept._totals = None
     return kept
 
 
@@ -365,7 +349,7 @@ class Changes(NamedTuple):
 def _changes(snapshot: Snapshot, files: list[SourcePath], at: dict[str, int]) -> Changes | None:
     """The files that changed, appeared or vanished since `snapshot`, with the signatures the
     changed ones have now (None if not settled); None when more than `MAX_SPLICED_FILES`."""
-    settled_before = time.time_ns() - stat_index.SETTLED_NS
+    before = settled_before()
     changed: dict[str, tuple[SourcePath, Signature | None]] = {}
     appeared = 0
     signatures, paths = snapshot.signatures, snapshot.paths
@@ -376,7 +360,7 @@ def _changes(snapshot: Snapshot, files: list[SourcePath], at: dict[str, int]) ->
             appeared += 1
         elif sig is not None and signatures[index] == sig and paths[index] == source.path:
             continue
-        changed[source.display] = (source, _settled(sig, settled_before))
+        changed[source.display] = (source, settled(sig, before))
         if len(changed) > MAX_SPLICED_FILES:
             return None
     vanished: list[str] = []
@@ -529,7 +513,7 @@ def _with_rows(
             start = 0
             for index, table in enumerate(sorted(tables, key=_path)):
                 if index:
-                    _write(fd, ROW_SEPARATOR)
+                    write_all(fd, ROW_SEPARATOR)
                     start += len(ROW_SEPARATOR)
                 length = _write_pieces(fd, listed_rows(report, table))
                 rows[at[table.path]] = (name, start, length)
@@ -545,7 +529,7 @@ def _with_rows(
             place = rows[index]
             assert place is not None
             if start:
-                _write(fd, ROW_SEPARATOR)
+                write_all(fd, ROW_SEPARATOR)
                 start += len(ROW_SEPARATOR)
             _stored(folder, *place).copy_to(fd)
             rows[index] = (name, start, place[2])
@@ -594,12 +578,6 @@ def _stored(folder: SnapshotFolder, name: str, start: int, length: int) -> Store
     return StoredBytes(segment, start, length)
 
 
-def _write(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _write_pieces(fd: int, pieces: Iterable[Piece]) -> int:
     """Append `pieces` to `fd`; how many bytes they were."""
     length = 0
@@ -607,7 +585,7 @@ def _write_pieces(fd: int, pieces: Iterable[Piece]) -> int:
         if isinstance(piece, StoredBytes):
             piece.copy_to(fd)
         else:
-            _write(fd, piece)
+            write_all(fd, piece)
         length += len(piece)
     return length
 

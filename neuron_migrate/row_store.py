@@ -140,8 +140,13 @@ def _copy(src: int, offset: int, count: int, out_fd: int) -> int:
                 return done
         except OSError:
             pass
-    view = memoryview(read_at(src, offset, min(count, _CHUNK)))
-    copied = len(view)
+    data = read_at(src, offset, min(count, _CHUNK))
+    write_all(out_fd, data)
+    return len(data)
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of `data` to `fd` at its position (`os.write` may write less)."""
+    view = memoryview(data)
     while view:
-        view = view[os.write(out_fd, view) :]
-    return copied
+        view = view[os.write(fd, view) :]

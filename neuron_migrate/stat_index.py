@@ -42,6 +42,16 @@ def signature(path: str) -> Signature | None:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+def settled_before() -> int:
+    """A signature taken now is trusted only if the file's mtime and ctime are before this."""
+    return time.time_ns() - SETTLED_NS
+
+
+def settled(sig: Signature | None, before: int) -> Signature | None:
+    """`sig`, if the file had settled (`settled_before`, taken before `sig`); else None."""
+    return sig if sig is not None and max(sig[1], sig[2]) < before else None
+
+
 def index_name(config_digest: str) -> str:
     """The index of scans run from this folder with this configuration (paths as given are
     relative to the working folder)."""
@@ -53,7 +63,7 @@ class StatIndex:
         self._enabled = enabled
         self._recorded: dict[str, _Record] = _loaded(blob)
         self._seen: dict[str, _Record] = {}
-        self._settled_before = time.time_ns() - SETTLED_NS
+        self._settled_before = settled_before()
 
     def signature(self, path: str) -> Signature | None:
         """The file's signature now; None when the index is off (a scan without a cache has
@@ -70,8 +80,9 @@ class StatIndex:
 
     def remember(self, path: str, display: str, sig: Signature | None, outcome: str) -> None:
         """Record what the file's bytes gave, read after its signature `sig` was taken."""
-        if sig is not None and max(sig[1], sig[2]) < self._settled_before:
-            self._seen[path] = (sig, display, outcome)
+        trusted = settled(sig, self._settled_before)
+        if trusted is not None:
+            self._seen[path] = (trusted, display, outcome)
 
     def changed(self) -> bool:
         return self._seen != self._recorded
