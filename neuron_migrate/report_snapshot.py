@@ -620,11 +620,26 @@ def scan_json(
         except OSError:  # no room for the snapshot: the report as a scan writes it
             write_output(json_chunks(report), output)
             return report
-    write_output(written.pieces, output)
-    if written.snapshot is not None:
-        with contextlib.suppress(OSError):  # the report is out; the next scan runs in full
-            folder.store(written.snapshot, last_rows)
+    if written.snapshot is None:
+        write_output(written.pieces, output)
+        return written.report
+    # The snapshot is stored while the report is written: pickling it holds the interpreter,
+    # copying the rows (`copy_file_range`) does not. The rows it copies are open already, so
+    # the row files that storing deletes stay readable.
+    import threading
+
+    store = threading.Thread(target=_store_quietly, args=(folder, written.snapshot, last_rows))
+    store.start()
+    try:
+        write_output(written.pieces, output)
+    finally:
+        store.join()
     return written.report
+
+
+def _store_quietly(folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str]) -> None:
+    with contextlib.suppress(OSError):  # without it, the next scan runs in full
+        folder.store(snapshot, replaced_rows)
 
 
 def _scan_few(
