@@ -29,3 +29,7 @@ class CacheError(NeuronMigrateError):
 
 class UnknownTargetError(UsageError):
     """`--target` names a torch-neuronx version with no matrix."""
+
+
+class ServerError(NeuronMigrateError):
+    """`neuron-migrate server` could not start the server, or its folder is not private."""

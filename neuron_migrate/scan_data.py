@@ -74,10 +74,24 @@ def header_for(target: str, snapshot_dir: Path | None = None) -> DataHeader:
     return DataHeader.of(context_for(target, snapshot_dir))
 
 
+# The data a server loaded before its children were forked, by digest.
+_preloaded: dict[str, Context] = {}
+
+
+def preload(targets: list[str]) -> None:
+    """Load the data of `targets` into this process: `context_for` answers from it, whatever
+    the snapshot folder, until the data changes (another digest)."""
+    for target in targets:
+        _preloaded[config_digest(target)] = _load(target)
+
+
 @lru_cache(maxsize=4)
 def context_for(target: str, snapshot_dir: Path | None = None) -> Context:
     """The data for `target`, from the snapshot in `snapshot_dir` when there is one (it is
     written there when there is not); from the YAML files when `snapshot_dir` is None."""
+    preloaded = _preloaded.get(config_digest(target)) if _preloaded else None
+    if preloaded is not None:
+        return preloaded
     if snapshot_dir is None:
         return _load(target)
     path = _snapshot(target, snapshot_dir)

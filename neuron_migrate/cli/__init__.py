@@ -5,20 +5,32 @@ Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would cha
 
 The parser is the standard library's argparse: a re-scan that the cache answers takes a few
 hundred milliseconds, and importing a CLI framework (typer and click) cost 45-60 ms of it.
+This module imports nothing else until it knows that the command runs here and not in a server
+(`neuron_migrate.server`).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
-from neuron_migrate import __version__
-from neuron_migrate.cli.commands import Handler, HelpFormatter
-from neuron_migrate.errors import NeuronMigrateError
+TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
+if TYPE_CHECKING:
+    import argparse
+
+    from neuron_migrate.cli.commands import Handler
 
 # Each command group lives in its own module with a `register(commands)` function.
-_COMMAND_MODULES = ("scan", "rewrite", "run", "matrix", "rules", "verify", "demo", "report")
+_COMMAND_MODULES = (
+    "scan",
+    "rewrite",
+    "run",
+    "matrix",
+    "rules",
+    "verify",
+    "demo",
+    "report",
+    "server",
+)
 
 # Commands that take PATH, options after it, and then `-- CMD ...`. argparse cannot express
 # that (a positional list after PATH is filled, empty, with PATH), so the command is cut off
@@ -29,6 +41,12 @@ _COMMAND_AFTER_DASHES = ("verify",)
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of `command` alone: building all of them (each an
     ArgumentParser, and their modules imported) takes a measurable part of a fast re-scan."""
+    import argparse
+    import importlib
+
+    from neuron_migrate import __version__
+    from neuron_migrate.cli.commands import HelpFormatter
+
     parser = argparse.ArgumentParser(
         prog="neuron-migrate",
         description="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
@@ -70,7 +88,22 @@ def parse(words: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse(sys.argv[1:] if argv is None else argv)
+    """The console entry point. A command line of this process's own (`argv` None) goes to the
+    server when one runs."""
+    if argv is None:
+        from neuron_migrate.server.client import hand_over
+
+        code = hand_over(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    run_here(sys.argv[1:] if argv is None else argv)
+
+
+def run_here(words: list[str]) -> None:
+    """Run the command `words` in this process; exits with its code."""
+    from neuron_migrate.errors import NeuronMigrateError
+
+    args = parse(words)
     handler: Handler = args.handler
     try:
         code = handler(args)

@@ -1,0 +1,157 @@
+"""The command's end: hand a `scan` or `rewrite` to the server, if one runs, and wait.
+
+Without a server this costs one `stat` of the socket's path. Anything short of a server that
+accepts the command -- no socket, one left by a server that died, a folder that is not the
+user's, a server whose code changed on disk -- means the command runs itself, as it would have.
+Once the server has started the command, its exit code is the command's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from neuron_migrate.server.location import Location, location, private
+
+TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
+
+# The commands worth handing over: what they cost is mostly start-up when the cache answers.
+SERVED_COMMANDS = ("scan", "rewrite")
+NO_SERVER_ENV = "NEURON_MIGRATE_NO_SERVER"
+
+
+def hand_over(words: list[str]) -> int | None:
+    """The exit code of `neuron-migrate WORDS` run by the server; None when the caller must
+    run it itself."""
+    if not words or words[0] not in SERVED_COMMANDS or os.environ.get(NO_SERVER_ENV):
+        return None
+    where = location()
+    try:
+        os.stat(where.socket)
+    except OSError:
+        return None
+    streams = _streams()
+    if streams is None or not private(where.folder):
+        return None
+    sock = connect(where)
+    if sock is None:
+        return None
+    with sock:
+        return _run(sock, words, streams)
+
+
+def connect(where: Location) -> socket.socket | None:
+    """A connection to the server, or None when none listens (or it is not this user's)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(where.socket)
+        if not _ours(sock):
+            sock.close()
+            return None
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def ask(kind: bytes) -> dict[str, Any] | None:
+    """The server's answer to PING or STOP: a dict of what it is; None when none runs."""
+    from neuron_migrate.server.protocol import ProtocolError, receive_reply, send_request
+
+    where = location()
+    if not private(where.folder):
+        return None
+    sock = connect(where)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            send_request(sock, kind, None, [])
+            _kind, _number, info = receive_reply(sock)
+        except (OSError, ProtocolError):
+            return None
+    return info if isinstance(info, dict) else None
+
+
+def _run(sock: socket.socket, words: list[str], streams: list[tuple[str, str]]) -> int | None:
+    import signal
+
+    from neuron_migrate.server.protocol import (
+        EXITED,
+        RUN,
+        STARTED,
+        ProtocolError,
+        receive_reply,
+        send_request,
+    )
+
+    umask = os.umask(0)
+    os.umask(umask)
+    payload = {
+        "argv": [sys.argv[0], *words],
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "umask": umask,
+        "streams": streams,
+    }
+    try:
+        send_request(sock, RUN, payload, [0, 1, 2])
+        kind, pid, _ = receive_reply(sock)
+    except (OSError, ProtocolError):
+        return None  # nothing ran: run it here
+    if kind != STARTED:
+        return None  # STALE: the server stops, and the command runs here
+    forwarded: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        forwarded.append(signum)
+        try:  # noqa: SIM105  (contextlib: an import the command's path does without)
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    try:
+        kind, code, _ = receive_reply(sock)
+        if kind == EXITED:
+            return code
+    except (OSError, ProtocolError):
+        pass
+    if forwarded:
+        return 128 + forwarded[-1]
+    print("neuron-migrate: the server's process ended before the command did", file=sys.stderr)
+    return 2
+
+
+def _streams() -> list[tuple[str, str]] | None:
+    """The encoding and error handler of stdin, stdout and stderr; None when one is missing
+    (a server could not stand in for it)."""
+    found: list[tuple[str, str]] = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        try:
+            if stream is None or stream.fileno() != len(found):
+                return None
+            os.fstat(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        found.append((stream.encoding, stream.errors or "strict"))
+    return found
+
+
+def _ours(sock: socket.socket) -> bool:
+    """Whether the process that listens is the user's (where the system says)."""
+    import socket
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True  # the folder's owner and mode are then the only check
+    credentials = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return uid == os.getuid()

@@ -1,0 +1,364 @@
+"""The server's process: load the tool once, then fork a child for each command.
+
+Before it listens, the server warms itself with a scan (cold, then again) and a rewrite of a
+two-file sample in a scratch folder, which imports every module those commands import and
+fills what they keep per process; it also loads the bundled data of every matrix version. Then
+it freezes what it holds out of the collector's passes (`gc.freeze`).
+
+It serves with one spare child at a time, forked in advance, which accepts the next connection
+itself. A forked child copies each page of the parent's that it writes to, and reference
+counting writes to every object it touches: a spare pays those copies before a command comes,
+by re-scanning the sample (about 10 ms of a re-scan of a 5,000-file tree), and is forked and set
+up while no one waits. When the spare takes a command, it tells the server, which forks the next
+spare at once (commands run side by side), and runs the command: it takes the command's working
+folder, umask, environment, argv and standard streams, runs it as `neuron-migrate` would
+(`cli.run_here`) and sends its exit code back. A spare answers PING (what the server is) and
+stays spare; it answers STOP, and RUN when a module the server loaded or a bundled data file
+changed on disk since it started (STALE), and the server stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import io
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from neuron_migrate import __version__
+from neuron_migrate.server.location import Location, location, make_private
+from neuron_migrate.server.protocol import (
+    EXITED,
+    INFO,
+    PING,
+    RUN,
+    STALE,
+    STARTED,
+    STOP,
+    ProtocolError,
+    receive_request,
+    send_reply,
+)
+
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+_REQUEST_TIMEOUT_S = 5.0  # for a client to send its whole request
+_SPARE_FAILURES = 3  # spares that die one after another before taking a command: stop
+
+# What a spare tells the server, one byte on its pipe (the pipe's end: it died).
+_TOOK_RUN, _PINGED, _STOPPING = b"r", b"p", b"t"
+
+_SAMPLE = {
+    "train.py": "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+    "device = xm.xla_device()\nx = torch.ones(2, device=device).sum()\nxm.mark_step()\n",
+    "util.py": "import torch\n\n\ndef double(x):\n    return x * 2\n",
+}
+
+
+class AlreadyRunning(Exception):
+    """Another server of this installation holds the lock."""
+
+
+def serve(idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, where: Location | None = None) -> None:
+    """Run the server until STOP, SIGTERM, SIGINT, a change on disk, or `idle_timeout_s`
+    without a request. Raises AlreadyRunning, or OSError when its folder is not private."""
+    where = where or location()
+    make_private(where.folder)
+    lock = os.open(where.lock, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AlreadyRunning(f"a server already runs ({where.socket})") from None
+        with tempfile.TemporaryDirectory(prefix="neuron-migrate-server-") as scratch:
+            rescan = _warm_up(Path(scratch))
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(where.socket)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                listener.bind(where.socket)
+                os.chmod(where.socket, 0o600)
+                listener.listen(64)
+                _Server(listener, rescan, idle_timeout_s).loop()
+            finally:
+                listener.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(where.socket)
+    finally:
+        os.close(lock)  # releases the lock
+
+
+class _Spare(NamedTuple):
+    pid: int
+    messages: int  # the read end of its pipe
+
+
+class _Server:
+    def __init__(self, listener: socket.socket, rescan: list[str], idle_timeout_s: float) -> None:
+        self.listener = listener
+        self.rescan = rescan  # what a spare runs before it accepts
+        self.idle_timeout_s = idle_timeout_s
+        self.stamp = code_stamp()
+        self.started = time.time()
+        self.served = 0
+
+    def loop(self) -> None:
+        # Children are reaped by the system; SIGTERM ends the loop as SIGINT does.
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        gc.collect()
+        gc.freeze()
+        spare: _Spare | None = None
+        failures = 0
+        try:
+            spare = self.fork_spare()
+            last_command = time.monotonic()  # a PING is not one
+            while True:
+                idle_left = last_command + self.idle_timeout_s - time.monotonic()
+                ready, _, _ = select.select([spare.messages], [], [], max(idle_left, 0))
+                if not ready:
+                    return  # idle
+                message = os.read(spare.messages, 1)
+                if message == _PINGED:
+                    continue
+                os.close(spare.messages)
+                if message == _TOOK_RUN:
+                    self.served += 1
+                    last_command = time.monotonic()
+                    failures = 0
+                elif message == b"":  # it died without a command
+                    failures += 1
+                    if failures >= _SPARE_FAILURES:
+                        print("neuron-migrate server: spares keep dying; stopping", file=sys.stderr)
+                        return
+                else:  # STOP, or stale
+                    spare = None
+                    return
+                spare = None
+                spare = self.fork_spare()
+        except KeyboardInterrupt:
+            return
+        finally:
+            if spare is not None:  # idle: waiting to accept
+                with contextlib.suppress(OSError):
+                    os.kill(spare.pid, signal.SIGTERM)
+
+    def fork_spare(self) -> _Spare:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.close(read_end)
+                self.spare(write_end)
+            except BaseException:
+                with contextlib.suppress(BaseException):
+                    traceback.print_exc()
+                code = 1
+            os._exit(code)
+        os.close(write_end)
+        return _Spare(pid, read_end)
+
+    def spare(self, notify: int) -> None:
+        """A spare's life: warm up, then accept until it takes a command (which it runs) or
+        stops the server."""
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            with _silenced():
+                run_command(self.rescan)
+        except Exception:  # its scratch folder gone, say: the spare serves, only colder
+            traceback.print_exc()
+        while True:
+            conn, _address = self.listener.accept()
+            with conn:
+                conn.settimeout(_REQUEST_TIMEOUT_S)
+                if not _from_this_user(conn):
+                    continue
+                try:
+                    kind, payload, fds = receive_request(conn, max_fds=3)
+                except (OSError, ProtocolError, ValueError, EOFError):
+                    continue
+                if kind == RUN and len(fds) == 3 and isinstance(payload, dict):
+                    if code_stamp() == self.stamp:
+                        os.write(notify, _TOOK_RUN)
+                        self.listener.close()
+                        _run_child(conn, payload, fds)  # never returns
+                    kind = STALE
+                for fd in fds:
+                    os.close(fd)
+                try:
+                    if kind == STALE:
+                        send_reply(conn, STALE)
+                    elif kind in (PING, STOP):
+                        send_reply(conn, INFO, info=self.info())
+                except OSError:
+                    pass  # the client went away
+                if kind in (STALE, STOP):
+                    os.write(notify, _STOPPING)
+                    return
+                if kind == PING:
+                    os.write(notify, _PINGED)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "pid": os.getppid(),
+            "version": __version__,
+            "python": sys.executable,
+            "started": self.started,
+            "served": self.served,
+            "idle_timeout_s": self.idle_timeout_s,
+        }
+
+
+def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> None:
+    code = 2
+    try:
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.chdir(payload["cwd"])
+        os.umask(payload["umask"])
+        os.environ.clear()
+        os.environ.update(payload["env"])
+        time.tzset()
+        sys.argv = list(payload["argv"])
+        _reopen_streams(payload["streams"])
+        conn.settimeout(None)
+        send_reply(conn, STARTED, os.getpid())
+        code = run_command(sys.argv[1:])
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        with contextlib.suppress(BaseException):
+            send_reply(conn, EXITED, code)
+        os._exit(code & 0xFF)
+
+
+def run_command(words: list[str]) -> int:
+    """The exit code of `neuron-migrate WORDS` run in this process."""
+    from neuron_migrate.cli import run_here
+
+    try:
+        run_here(words)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _reopen_streams(streams: list[tuple[str, str]]) -> None:
+    """New sys.stdin, stdout and stderr over descriptors 0-2, as the interpreter would open
+    them for the command's process: its encodings, stdout line-buffered on a terminal, stderr
+    always. (sys.__stdout__ and the others stay: they are over the same descriptors.)"""
+    (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
+    # The streams outlive this function: they are the command's, for the rest of the child.
+    sys.stdin = io.TextIOWrapper(
+        open(0, "rb", closefd=False),  # noqa: SIM115
+        encoding=in_enc,
+        errors=in_err,
+    )
+    sys.stdout = io.TextIOWrapper(
+        open(1, "wb", closefd=False),  # noqa: SIM115
+        encoding=out_enc,
+        errors=out_err,
+        line_buffering=os.isatty(1),
+    )
+    sys.stderr = io.TextIOWrapper(
+        open(2, "wb", closefd=False),  # noqa: SIM115
+        encoding=err_enc,
+        errors=err_err,
+        line_buffering=True,
+    )
+
+
+def _from_this_user(conn: socket.socket) -> bool:
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True  # only the folder's mode keeps others out
+    credentials = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[1] == os.getuid()
+
+
+def code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """Size and modification time of every module of the package this process loaded and of
+    every bundled data file: what a child would run and read."""
+    from neuron_migrate.resources import matrix_dir, rules_dir
+
+    paths: list[str] = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and (name == "neuron_migrate" or name.startswith("neuron_migrate.")):
+            paths.append(path)
+    for folder in (rules_dir(), matrix_dir()):
+        for parent, _dirs, names in os.walk(folder):
+            paths.extend(os.path.join(parent, name) for name in names)
+    stamp = []
+    for path in sorted(set(paths)):
+        try:
+            info = os.stat(path)
+        except OSError:
+            stamp.append((path, -1, -1))
+        else:
+            stamp.append((path, info.st_mtime_ns, info.st_size))
+    return tuple(stamp)
+
+
+def _warm_up(scratch: Path) -> list[str]:
+    """Run what the served commands run, once, over a sample in `scratch`, with no output
+    anywhere; the command that re-scans it (what a spare runs)."""
+    from neuron_migrate.matrix.versions import available_versions
+    from neuron_migrate.scan_data import preload
+
+    preload(available_versions())
+    import neuron_migrate.codemod.engine  # noqa: F401  (libcst: what a rewrite worker loads)
+
+    root = scratch / "sample"
+    root.mkdir()
+    for name, text in _SAMPLE.items():
+        (root / name).write_text(text)
+    cache = str(scratch / "cache")
+    scan = ["scan", "--format", "json", "-j", "1", "--cache-dir", cache, str(root)]
+    with _silenced():
+        run_command(scan)
+        run_command(scan)
+        run_command(["rewrite", "-j", "1", "--cache-dir", cache, str(root)])
+    return scan
+
+
+@contextlib.contextmanager
+def _silenced() -> Iterator[None]:
+    """Descriptors 1 and 2, and sys.stdout and stderr, pointed at /dev/null."""
+    saved = [os.dup(1), os.dup(2)]
+    streams = sys.stdout, sys.stderr
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        with open(os.devnull, "w") as nowhere:
+            sys.stdout = sys.stderr = nowhere
+            yield
+    finally:
+        sys.stdout, sys.stderr = streams
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)

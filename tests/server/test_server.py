@@ -1,0 +1,263 @@
+"""`neuron-migrate server`: commands handed to it print, write and exit exactly as they would
+by themselves; anything short of a live server of this installation means the command runs
+by itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.resources import rules_dir
+from neuron_migrate.server.client import NO_SERVER_ENV
+from neuron_migrate.server.location import Location
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+XLA = "import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\nxm.mark_step()\n"
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the server needs Unix sockets")
+
+
+def _cli(
+    *args: str, env: dict[str, str], cwd: Path | None = None, served: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = dict(env)
+    if not served:
+        env[NO_SERVER_ENV] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def _status(env: dict[str, str]) -> dict[str, object]:
+    done = _cli("server", "status", "--format", "json", env=env)
+    status: dict[str, object] = json.loads(done.stdout)
+    assert done.returncode == (0 if status["running"] else 1)
+    return status
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    """The environment of a command, with a server folder of its own (short: a socket's path
+    has a limit of about 100 bytes)."""
+    folder = tempfile.mkdtemp(prefix="nm-srv-")
+    environment = dict(os.environ)
+    environment["NEURON_MIGRATE_SERVER_DIR"] = folder
+    environment.pop(NO_SERVER_ENV, None)
+    yield environment
+    status = _status(environment)
+    if status["running"]:
+        _cli("server", "stop", env=environment)
+        if _status(environment)["running"]:
+            os.kill(int(str(status["pid"])), 15)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def server(env: dict[str, str]) -> dict[str, str]:
+    started = _cli("server", "start", "--idle-timeout", "300", env=env)
+    assert started.returncode == 0, started.stderr
+    assert "server started" in started.stdout
+    return env
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "projects" / "mixed_status", root)
+    (root / "extra.py").write_text(XLA)
+    return root
+
+
+def _served_count(env: dict[str, str]) -> int:
+    return int(str(_status(env)["served"]))
+
+
+def _without_elapsed(report: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads(report)
+    summary = data["summary"]
+    assert isinstance(summary, dict)
+    summary.pop("elapsed_s")
+    return data
+
+
+def test_a_served_scan_prints_and_exits_as_the_command_by_itself(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    root = _project(tmp_path)
+    for args in (
+        ["scan", "--no-cache", "--format", "json", "project"],
+        ["scan", "--no-cache", "project"],
+        ["scan", "--no-cache", "--format", "sarif", "--fail-on", "never", "project"],
+    ):
+        before = _served_count(server)
+        alone = _cli(*args, env=server, cwd=tmp_path, served=False)
+        served = _cli(*args, env=server, cwd=tmp_path)
+        assert _served_count(server) == before + 1
+        assert served.returncode == alone.returncode
+        if "json" in args:
+            assert _without_elapsed(served.stdout) == _without_elapsed(alone.stdout)
+        elif "sarif" not in args:
+            assert served.stdout == alone.stdout
+        assert served.stderr == alone.stderr
+    # "project" is found in the command's working folder, and the gate fails there too.
+    assert _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path).returncode == 1
+    assert (root / "extra.py").is_file()
+
+
+def test_served_rewrite_shows_and_applies_the_same_changes(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    root = _project(tmp_path)
+    alone = _cli("rewrite", "--no-cache", str(root), env=server, served=False)
+    served = _cli("rewrite", "--no-cache", str(root), env=server)
+    assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout)
+    assert "+device = torch.device(" in served.stdout
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    applied = _cli("rewrite", "--no-cache", "--apply", str(root), env=server)
+    assert applied.returncode == 0, applied.stderr
+    _cli("rewrite", "--no-cache", "--apply", str(copy), env=server, served=False)
+    for path in root.rglob("*.py"):
+        assert path.read_text() == (copy / path.relative_to(root)).read_text()
+    assert "torch_xla" not in (root / "extra.py").read_text()
+
+
+def test_the_commands_environment_reaches_the_server(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    root = _project(tmp_path)
+    env = dict(server, NEURON_MIGRATE_CACHE_DIR=str(tmp_path / "cache"))
+    first = _cli("scan", "--format", "json", str(root), env=env)
+    second = _cli("scan", "--format", "json", str(root), env=env)
+    assert (tmp_path / "cache").is_dir()  # the command's cache, not the server's
+    files = json.loads(second.stdout)["summary"]["files"]
+    assert json.loads(first.stdout)["summary"]["files"]["from_cache"] == 0
+    assert files["from_cache"] == files["analyzed"] > 0
+
+
+def test_usage_errors_and_help_come_back_as_they_are(server: dict[str, str]) -> None:
+    for args in (["scan", "--format", "nope", "."], ["scan", "missing-folder"], ["scan", "-h"]):
+        alone = _cli(*args, env=server, served=False)
+        served = _cli(*args, env=server)
+        assert (served.returncode, served.stdout, served.stderr) == (
+            alone.returncode,
+            alone.stdout,
+            alone.stderr,
+        )
+    assert _cli("scan", "missing-folder", env=server).returncode == 2
+
+
+def test_commands_run_side_by_side(server: dict[str, str], tmp_path: Path) -> None:
+    _project(tmp_path)
+    args = [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "--format", "json"]
+    running = [
+        subprocess.Popen([*args, "project"], cwd=tmp_path, env=server, stdout=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    outputs = [process.communicate(timeout=120)[0] for process in running]
+    alone = _cli(
+        "scan", "--no-cache", "--format", "json", "project", env=server, cwd=tmp_path, served=False
+    )
+    for process, output in zip(running, outputs, strict=True):
+        assert process.returncode == alone.returncode
+        assert _without_elapsed(output.decode()) == _without_elapsed(alone.stdout)
+    assert _served_count(server) == 4
+
+
+def test_no_server_variable_and_other_commands_run_by_themselves(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    _project(tmp_path)
+    _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path, served=False)
+    _cli("matrix", "list", env=server)
+    assert _served_count(server) == 0
+
+
+def test_a_change_on_disk_stops_the_server_and_the_command_runs_by_itself(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    _project(tmp_path)
+    data_file = sorted(rules_dir().rglob("*.yaml"))[0]
+    stamp = data_file.stat()
+    try:
+        os.utime(data_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+        alone = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path, served=False)
+        done = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path)
+    finally:
+        os.utime(data_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
+    deadline = time.monotonic() + 10
+    while _status(server)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _status(server)["running"]
+
+
+def test_stop_status_and_a_second_start(server: dict[str, str]) -> None:
+    status = _status(server)
+    assert status["running"] and status["served"] == 0
+    again = _cli("server", "start", env=server)
+    assert again.returncode == 0 and "already runs" in again.stdout
+    stopped = _cli("server", "stop", env=server)
+    assert stopped.returncode == 0 and "server stopped" in stopped.stdout
+    assert not _status(server)["running"]
+    assert not Path(str(status["socket"])).exists()
+    assert _cli("server", "stop", env=server).stdout.strip() == "no server runs"
+    text = _cli("server", "status", env=server)
+    assert (text.returncode, text.stdout.strip()) == (1, "no server runs")
+
+
+def test_an_idle_server_stops(env: dict[str, str]) -> None:
+    assert _cli("server", "start", "--idle-timeout", "1", env=env).returncode == 0
+    deadline = time.monotonic() + 20
+    while _status(env)["running"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _status(env)["running"]
+
+
+def test_a_left_socket_or_a_folder_others_may_enter_is_passed_over(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    _project(tmp_path)
+    where = Location(env["NEURON_MIGRATE_SERVER_DIR"])
+    import socket
+
+    left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.bind(where.socket)  # a socket no one listens on: what a killed server leaves
+    left.close()
+    alone = _cli("scan", "--no-cache", "project", env=env, cwd=tmp_path, served=False)
+    done = _cli("scan", "--no-cache", "project", env=env, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
+    os.chmod(where.folder, 0o755)
+    started = _cli("server", "start", env=env)
+    assert started.returncode == 2
+    assert "must be a folder of this user's that others cannot enter" in started.stderr
+    assert len(started.stderr.strip().splitlines()) == 1
+
+
+def test_ctrl_c_reaches_the_command_the_server_runs(server: dict[str, str], tmp_path: Path) -> None:
+    tree = tmp_path / "big"
+    for index in range(3000):  # a few seconds to scan in one process
+        folder = tree / f"pkg_{index // 100}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"m_{index}.py").write_text(XLA + f"x_{index} = device\n" * 20)
+    command = [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "-j", "1", str(tree)]
+    process = subprocess.Popen(command, env=server, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while _served_count(server) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 130
