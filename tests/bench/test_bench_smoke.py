@@ -59,12 +59,14 @@ def test_bench_prints_the_table(tmp_path: Path) -> None:
         "scan cold (fresh cache)",
         "scan warm (unchanged)",
         "scan warm, 1 file changed",
+        "scan 1 changed, server",
         "TorchFix 0.7",
         "rewrite (no --apply)",
         "rewrite warm (unchanged)",
         "rewrite warm / cold",
         "cold scan / ast.parse only",
         "warm / cold",
+        "1 file changed, server / cold",
         "peak MB per worker",
     ):
         assert label in out, label
