@@ -60,8 +60,11 @@ def server_start(args: argparse.Namespace) -> int:
     changes on disk (the command then runs by itself). NEURON_MIGRATE_NO_SERVER=1 makes a
     command run by itself while a server runs.
     """
+    import os
     import subprocess
 
+    if os.name != "posix":
+        raise ServerError("the server needs a Unix system (it passes descriptors over a socket)")
     from neuron_migrate.server import zygote
     from neuron_migrate.server.client import ask
     from neuron_migrate.server.location import location, make_private

@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 # The commands worth handing over: what they cost is mostly start-up when the cache answers.
 SERVED_COMMANDS = ("scan", "rewrite")
 NO_SERVER_ENV = "NEURON_MIGRATE_NO_SERVER"
+_START_TIMEOUT_S = 60.0
 
 
 def hand_over(words: list[str]) -> int | None:
     """The exit code of `neuron-migrate WORDS` run by the server; None when the caller must
     run it itself."""
     if not words or words[0] not in SERVED_COMMANDS or os.environ.get(NO_SERVER_ENV):
+        return None
+    if os.name != "posix":  # no descriptors over sockets
         return None
     where = location()
     try:
@@ -63,6 +66,8 @@ def ask(kind: bytes) -> dict[str, Any] | None:
     """The server's answer to PING or STOP: a dict of what it is; None when none runs."""
     from neuron_migrate.server.protocol import ProtocolError, receive_reply, send_request
 
+    if os.name != "posix":
+        return None
     where = location()
     if not private(where.folder):
         return None
@@ -92,13 +97,20 @@ def _run(sock: socket.socket, words: list[str], streams: list[tuple[str, str]]) 
 
     umask = os.umask(0)
     os.umask(umask)
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the folder is gone: the command says so by itself
+        return None
     payload = {
         "argv": [sys.argv[0], *words],
-        "cwd": os.getcwd(),
+        "cwd": cwd,
         "env": dict(os.environ),
         "umask": umask,
         "streams": streams,
     }
+    # A server that does not start the command in time is given up on. It starts a command
+    # only once it has told this end so, which a closed connection refuses.
+    sock.settimeout(_START_TIMEOUT_S)
     try:
         send_request(sock, RUN, payload, [0, 1, 2])
         kind, pid, _ = receive_reply(sock)
@@ -106,6 +118,7 @@ def _run(sock: socket.socket, words: list[str], streams: list[tuple[str, str]]) 
         return None  # nothing ran: run it here
     if kind != STARTED:
         return None  # STALE: the server stops, and the command runs here
+    sock.settimeout(None)
     forwarded: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:

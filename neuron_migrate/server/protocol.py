@@ -37,12 +37,11 @@ class ProtocolError(Exception):
 
 def send_request(sock: socket.socket, kind: bytes, payload: Any, fds: list[int]) -> None:
     data = marshal.dumps(payload)
-    header = _HEADER.pack(MAGIC, kind, len(data))
-    if fds:
-        socket.send_fds(sock, [header], fds)
-    else:
-        sock.sendall(header)
-    sock.sendall(data)
+    message = _HEADER.pack(MAGIC, kind, len(data)) + data
+    # One send, so that the server wakes once; what the socket's buffer did not take follows.
+    sent = socket.send_fds(sock, [message], fds) if fds else sock.send(message)
+    if sent < len(message):  # (sending nothing to a peer that has answered and closed fails)
+        sock.sendall(message[sent:])
 
 
 def receive_request(sock: socket.socket, max_fds: int) -> tuple[bytes, Any, list[int]]:

@@ -14,7 +14,8 @@ spare at once (commands run side by side), and runs the command: it takes the co
 folder, umask, environment, argv and standard streams, runs it as `neuron-migrate` would
 (`cli.run_here`) and sends its exit code back. A spare answers PING (what the server is) and
 stays spare; it answers STOP, and RUN when a module the server loaded or a bundled data file
-changed on disk since it started (STALE), and the server stops.
+changed on disk since it started (STALE), and the server stops. A spare dies with the server
+(on Linux, even a killed one); a command it took runs to its end.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def serve(idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, where: Location | None
                 listener.bind(where.socket)
                 os.chmod(where.socket, 0o600)
                 listener.listen(64)
-                _Server(listener, rescan, idle_timeout_s).loop()
+                _Server(listener, lock, rescan, idle_timeout_s).loop()
             finally:
                 listener.close()
                 with contextlib.suppress(FileNotFoundError):
@@ -104,8 +105,12 @@ class _Spare(NamedTuple):
 
 
 class _Server:
-    def __init__(self, listener: socket.socket, rescan: list[str], idle_timeout_s: float) -> None:
+    def __init__(
+        self, listener: socket.socket, lock: int, rescan: list[str], idle_timeout_s: float
+    ) -> None:
         self.listener = listener
+        self.lock = lock  # a child that kept it would hold the lock after the server stopped
+        self.pid = os.getpid()
         self.rescan = rescan  # what a spare runs before it accepts
         self.idle_timeout_s = idle_timeout_s
         self.stamp = code_stamp()
@@ -160,6 +165,7 @@ class _Server:
             code = 0
             try:
                 os.close(read_end)
+                os.close(self.lock)
                 self.spare(write_end)
             except BaseException:
                 with contextlib.suppress(BaseException):
@@ -174,6 +180,9 @@ class _Server:
         stops the server."""
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _on_parent_death(signal.SIGTERM)  # a spare does not outlive a killed server
+        if os.getppid() != self.pid:  # which died before that was set
+            return
         try:
             with _silenced():
                 run_command(self.rescan)
@@ -191,6 +200,7 @@ class _Server:
                     continue
                 if kind == RUN and len(fds) == 3 and isinstance(payload, dict):
                     if code_stamp() == self.stamp:
+                        _on_parent_death(0)  # the command runs to its end
                         os.write(notify, _TOOK_RUN)
                         self.listener.close()
                         _run_child(conn, payload, fds)  # never returns
@@ -212,7 +222,7 @@ class _Server:
 
     def info(self) -> dict[str, Any]:
         return {
-            "pid": os.getppid(),
+            "pid": self.pid,
             "version": __version__,
             "python": sys.executable,
             "started": self.started,
@@ -222,7 +232,8 @@ class _Server:
 
 
 def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> None:
-    code = 2
+    """Become the command's process and run it. If that fails before the command has been
+    told it started (its folder gone, say), it is told nothing and runs by itself."""
     try:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
@@ -238,6 +249,10 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
         _reopen_streams(payload["streams"])
         conn.settimeout(None)
         send_reply(conn, STARTED, os.getpid())
+    except BaseException:
+        os._exit(2)
+    code = 1  # what an exception that escapes gives, as in a process of its own
+    try:
         code = run_command(sys.argv[1:])
     except BaseException:
         with contextlib.suppress(BaseException):
@@ -290,6 +305,16 @@ def _reopen_streams(streams: list[tuple[str, str]]) -> None:
     )
 
 
+def _on_parent_death(signum: int) -> None:
+    """Where the system offers it (Linux), get `signum` when the parent dies (0: nothing)."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signum)  # PR_SET_PDEATHSIG
+
+
 def _from_this_user(conn: socket.socket) -> bool:
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
@@ -329,6 +354,8 @@ def _warm_up(scratch: Path) -> list[str]:
     from neuron_migrate.scan_data import preload
 
     preload(available_versions())
+    import ctypes  # noqa: F401  (for the spares: `_on_parent_death`)
+
     import neuron_migrate.codemod.engine  # noqa: F401  (libcst: what a rewrite worker loads)
 
     root = scratch / "sample"

@@ -248,16 +248,52 @@ def test_a_left_socket_or_a_folder_others_may_enter_is_passed_over(
     assert len(started.stderr.strip().splitlines()) == 1
 
 
-def test_ctrl_c_reaches_the_command_the_server_runs(server: dict[str, str], tmp_path: Path) -> None:
+def _long_scan(server: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    """A served scan that takes a few seconds, once the server has taken it."""
     tree = tmp_path / "big"
-    for index in range(3000):  # a few seconds to scan in one process
+    for index in range(3000):
         folder = tree / f"pkg_{index // 100}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"m_{index}.py").write_text(XLA + f"x_{index} = device\n" * 20)
-    command = [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "-j", "1", str(tree)]
-    process = subprocess.Popen(command, env=server, stdout=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "-j", "1"]
+    before = _served_count(server)
+    with (tmp_path / "big.json").open("wb") as report:
+        process = subprocess.Popen(
+            [*command, "--format", "json", str(tree)], env=server, stdout=report
+        )
     deadline = time.monotonic() + 30
-    while _served_count(server) == 0 and time.monotonic() < deadline:
+    while _served_count(server) == before and time.monotonic() < deadline:
         time.sleep(0.05)
+    return process
+
+
+def test_ctrl_c_reaches_the_command_the_server_runs(server: dict[str, str], tmp_path: Path) -> None:
+    process = _long_scan(server, tmp_path)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 130
+
+
+def test_a_command_outlives_its_server_and_holds_nothing_of_it(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    process = _long_scan(server, tmp_path)
+    assert _cli("server", "stop", env=server).returncode == 0
+    restarted = _cli("server", "start", env=server)  # the running command holds no lock
+    assert restarted.returncode == 0 and "server started" in restarted.stdout, restarted.stderr
+    assert process.wait(timeout=120) == 0
+    assert json.loads((tmp_path / "big.json").read_text())["summary"]["files"]["total"] == 3000
+
+
+def test_a_killed_server_leaves_no_spare_and_commands_run_by_themselves(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    _project(tmp_path)
+    os.kill(int(str(_status(server)["pid"])), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _status(server)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _status(server)["running"]  # its spare went with it
+    alone = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path, served=False)
+    done = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
+    assert _cli("server", "start", env=server).returncode == 0
