@@ -79,8 +79,9 @@ _preloaded: dict[str, Context] = {}
 
 
 def preload(targets: list[str]) -> None:
-    """Load the data of `targets` into this process: `context_for` answers from it, whatever
-    the snapshot folder, until the data changes (another digest)."""
+    """Load the data of `targets` into this process, for a server whose children fork from it:
+    `context_for` answers from it whatever the snapshot folder. (The server stops when a data
+    file changes on disk.)"""
     for target in targets:
         _preloaded[config_digest(target)] = _load(target)
 

@@ -240,6 +240,9 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:  # a worker it starts holds the command's streams only as 0, 1 and 2
+                os.close(fd)
         os.chdir(payload["cwd"])
         os.umask(payload["umask"])
         os.environ.clear()
