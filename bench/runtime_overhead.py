@@ -190,14 +190,19 @@ def _load_average() -> str:
         return "n/a"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a run of fresh processes, each timing interleaved training steps."""
     parser.add_argument("--runs", type=int, default=3, help="fresh processes (medians reported)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per repetition")
     parser.add_argument("--repeats", type=int, default=5, help="repetitions per run")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--json", metavar="FILE", help="write every run's figures to FILE")
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_options(parser)
     args = parser.parse_args()
     if args.one_run:
         print(json.dumps(_one_run(args)))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -106,3 +109,38 @@ def test_in_process_rescans_print_both_ways(tmp_path: Path) -> None:
     used = tmp_path / "monorepo-24"
     for path in fresh.rglob("*.py"):
         assert (used / path.relative_to(fresh)).read_bytes() == path.read_bytes(), path
+
+
+def _can_build_extensions() -> bool:
+    try:
+        from torch.utils.cpp_extension import is_ninja_available
+    except ImportError:
+        return False
+    return is_ninja_available() and any(shutil.which(cc) for cc in ("c++", "g++", "clang++"))
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.skipif(not _can_build_extensions(), reason="needs torch, ninja and a C++ compiler")
+def test_privateuse1_floor_builds_trains_and_prints(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "privateuse1_floor.py"),
+            *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    rows = [line.strip() for line in out.splitlines() if line.startswith("  ")]
+    for label in ("cpu eager", "C++ device eager", "C++ device compiled (aot_eager)"):
+        found = [row for row in rows if row.startswith(label + "  ")]
+        assert len(found) == 2, label  # one row per workload
+        assert all(row.split()[len(label.split())].replace(".", "").isdigit() for row in found)
+    # The device's training steps compute what plain CPU computes.
+    for line in (line for line in out.splitlines() if "loss after 5 steps" in line):
+        cpu, device = (float(word.rstrip(",")) for word in line.split()[-4::3])
+        assert abs(cpu - device) <= 1e-5 * max(abs(cpu), 1.0), line
