@@ -76,17 +76,10 @@ def _install(build_dir: Path) -> Any:
 
 
 def _loss_after(build_step: Any, device: str, steps: int) -> float:
-    import torch
-
-    model, batch = build_step(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    loss = torch.zeros(())
-    for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(batch).float().pow(2).mean()
-        loss.backward()
-        optimizer.step()
-    return float(loss.detach().cpu())
+    """The loss of the last of `steps` training steps from the seeded start."""
+    step = runtime_overhead._step_fn(build_step, device, None)
+    losses = [step() for _ in range(steps)]
+    return float(losses[-1].detach().cpu())
 
 
 def _backward_us(device: str, calls: int = 3000) -> float:

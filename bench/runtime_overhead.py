@@ -69,17 +69,20 @@ WORKLOADS = {"transformer": _transformer, "mlp": _mlp}
 
 def _step_fn(
     build: Callable[[str], tuple[Any, Any]], device: str, compiled: str | None
-) -> Callable[[], None]:
+) -> Callable[[], Any]:
     import torch
 
     model, batch = build(device)
     forward = torch.compile(model, backend=compiled) if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
-    def step() -> None:
+    def step() -> Any:
+        """One training step; its loss (before the update)."""
         optimizer.zero_grad(set_to_none=True)
-        forward(batch).float().pow(2).mean().backward()
+        loss = forward(batch).float().pow(2).mean()
+        loss.backward()
         optimizer.step()
+        return loss
 
     return step
 

@@ -18,7 +18,7 @@ from neuron_migrate.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
-from neuron_migrate.scan_data import DataHeader, header_for
+from neuron_migrate.scan_data import header_for
 from neuron_migrate.scanned import ScannedFile
 from neuron_migrate.source import DEFAULT_MAX_BYTES
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
@@ -237,14 +237,12 @@ class ScanReport:
 
     @property
     def failing_count(self) -> int:
-        if self.elsewhere is not None:
-            return sum(map(self.failing_in, self.files)) + self.elsewhere.failing
         if self.baseline is None and not (self.policy is not None and self.policy.varies_fail_on):
-            if not self.files:
-                return 0
-            fail_on = self.fail_on_for(self.files[0].path)  # every file's: count the totals
+            # Every file has the same fail-on: count the totals (those counted elsewhere too).
+            fail_on = self.policy.fail_on if self.policy is not None else self.fail_on
             return counted_with_status(self.kind_totals().items(), fail_on)
-        return sum(map(self.failing_in, self.files))
+        held = sum(map(self.failing_in, self.files))
+        return held + (self.elsewhere.failing if self.elsewhere is not None else 0)
 
     @property
     def gate_failures(self) -> list[Finding]:
@@ -361,19 +359,29 @@ def scan_planned(
 ) -> ScanReport:
     """`scan`, its arguments resolved (`plan_scan`)."""
     started = time.perf_counter()
-    folders: list[str] | None = [] if observer is not None else None
+    folders: list[str] = []
     files = select_files(plan, changed_since, shard, folders)
     if observer is not None:
-        assert folders is not None
         observer.started(files, folders)
     cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
     settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
-    report = new_report(plan, header_for(plan.target, cache.directory), baseline=baseline)
-    report.files_total = len(files)
-    report.shard = shard
-    report.changed_since = changed_since
-    report.cache_dir = None if cache.directory is None else str(cache.directory)
-    report.jobs = jobs or default_jobs()
+    header = header_for(plan.target, cache.directory)
+    report = ScanReport(
+        root=str(plan.root),
+        target=header.version,
+        torch_version=header.torch_version,
+        files_total=len(files),
+        fail_on=plan.policy.fail_on,
+        api_map_coverage=header.api_map_coverage,
+        base=str(plan.base) if str(plan.base) else ".",
+        baseline=baseline,
+        policy=plan.policy,
+        shard=shard,
+        changed_since=changed_since,
+        config_path=str(plan.config.path) if plan.config.path is not None else None,
+        cache_dir=None if cache.directory is None else str(cache.directory),
+        jobs=jobs or default_jobs(),
+    )
     sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
     notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
 
@@ -400,22 +408,6 @@ def scan_planned(
     return report
 
 
-def new_report(plan: ScanPlan, header: DataHeader, baseline: Baseline | None = None) -> ScanReport:
-    """An empty report of a scan by `plan`, with the data's `header`."""
-    config = plan.config
-    return ScanReport(
-        root=str(plan.root),
-        target=header.version,
-        torch_version=header.torch_version,
-        fail_on=plan.policy.fail_on,
-        base=str(plan.base) if str(plan.base) else ".",
-        baseline=baseline,
-        policy=plan.policy,
-        config_path=str(config.path) if config.path is not None else None,
-        api_map_coverage=header.api_map_coverage,
-    )
-
-
 def select_files(
     plan: ScanPlan,
     changed_since: str | None = None,
@@ -424,18 +416,8 @@ def select_files(
 ) -> list[SourcePath]:
     """The files a scan by `plan` reads; each folder listed to find them is added to
     `folders`, if given."""
-    return _select_files(plan.root, plan.exclude, plan.policy, changed_since, shard, folders)
-
-
-def _select_files(
-    root: Path,
-    exclude: tuple[str, ...],
-    policy: Policy,
-    changed_since: str | None,
-    shard: tuple[int, int] | None,
-    folders: list[str] | None = None,
-) -> list[SourcePath]:
-    found = discover(root, exclude, notebooks=True, folders=folders)
+    root, policy = plan.root, plan.policy
+    found = discover(root, plan.exclude, notebooks=True, folders=folders)
     files = [f for f in found if not policy.excluded(f.display)]
     if changed_since is not None:
         from neuron_migrate.changed import changed_files

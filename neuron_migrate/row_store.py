@@ -89,31 +89,37 @@ def coalesced(pieces: Iterable[Piece], separator: bytes) -> Iterator[Piece]:
     """`pieces`, where a `separator` lies between two stored pieces that are, with the
     separator, one run of a segment, as one stored piece: one copy instead of three writes.
     The segment's writer guarantees what lies between (see `neuron_migrate.cache`)."""
-    held: Piece | None = None  # the last piece, not yet given
-    middle: Piece | None = None  # a separator after a stored `held`
+    gap = len(separator)
+    segment: Segment | None = None  # of the run of stored bytes not yet given
+    start = length = 0
+    between = False  # a `separator` came after the run, not yet given
     for piece in pieces:
-        if middle is not None:
-            assert isinstance(held, StoredBytes)
+        if segment is not None:
             if (
-                isinstance(piece, StoredBytes)
-                and piece.segment is held.segment
-                and piece.start == held.start + held.length + len(separator)
+                between
+                and isinstance(piece, StoredBytes)
+                and piece.segment is segment
+                and piece.start == start + length + gap
             ):
-                held = StoredBytes(held.segment, held.start, held.length + len(middle) + len(piece))
-                middle = None
+                length += gap + piece.length
+                between = False
                 continue
-            yield held
-            held, middle = middle, None
-        if isinstance(held, StoredBytes) and isinstance(piece, bytes) and piece == separator:
-            middle = piece
-            continue
-        if held is not None:
-            yield held
-        held = piece
-    if held is not None:
-        yield held
-    if middle is not None:
-        yield middle
+            if not between and isinstance(piece, bytes) and piece == separator:
+                between = True
+                continue
+            yield StoredBytes(segment, start, length)
+            segment = None
+            if between:
+                yield separator
+                between = False
+        if isinstance(piece, StoredBytes):
+            segment, start, length = piece.segment, piece.start, piece.length
+        else:
+            yield piece
+    if segment is not None:
+        yield StoredBytes(segment, start, length)
+        if between:
+            yield separator
 
 
 # File to file: copy_file_range (Linux). To a pipe or a terminal: sendfile (Linux; macOS

@@ -7,7 +7,7 @@ gate needs is in here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from neuron_migrate import __version__
@@ -92,11 +92,20 @@ def json_chunks(report: ScanReport) -> Iterator[Piece]:
     encoder); the rest of the document is small. Written a file's rows at a time."""
     head, tail = around_findings(report)
     tables = sorted((t for t in report.files if t), key=lambda t: t.path)
-    if not tables:
+    yield from framed(head, tail, coalesced(_all_rows(report, tables), ROW_SEPARATOR))
+
+
+def framed(head: bytes, tail: bytes, rows: Iterable[Piece]) -> Iterator[Piece]:
+    """The document around its findings: `head`, the findings' `rows` (joined by
+    ROW_SEPARATOR, taken as they are written), `tail`."""
+    pieces = iter(rows)
+    first = next(pieces, None)
+    if first is None:
         yield head + b"[]" + tail + b"\n"
         return
     yield head + b"[\n    "
-    yield from coalesced(_all_rows(report, tables), ROW_SEPARATOR)
+    yield first
+    yield from pieces
     yield b"\n  ]" + tail + b"\n"
 
 

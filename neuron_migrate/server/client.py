@@ -37,7 +37,7 @@ def hand_over(words: list[str]) -> int | None:
     except OSError:
         return None
     streams = _streams()
-    if streams is None or not private(where.folder):
+    if streams is None:
         return None
     sock = connect(where)
     if sock is None:
@@ -47,19 +47,23 @@ def hand_over(words: list[str]) -> int | None:
 
 
 def connect(where: Location) -> socket.socket | None:
-    """A connection to the server, or None when none listens (or it is not this user's)."""
+    """A connection to the server, or None when none listens, or its folder or the process
+    that listens is not this user's."""
+    if not private(where.folder):
+        return None
     import socket
+
+    from neuron_migrate.server.protocol import peer_is_this_user
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(where.socket)
-        if not _ours(sock):
-            sock.close()
-            return None
+        if peer_is_this_user(sock):
+            return sock
     except OSError:
-        sock.close()
-        return None
-    return sock
+        pass
+    sock.close()
+    return None
 
 
 def ask(kind: bytes) -> dict[str, Any] | None:
@@ -68,10 +72,7 @@ def ask(kind: bytes) -> dict[str, Any] | None:
 
     if os.name != "posix":
         return None
-    where = location()
-    if not private(where.folder):
-        return None
-    sock = connect(where)
+    sock = connect(location())
     if sock is None:
         return None
     with sock:
@@ -155,16 +156,3 @@ def _streams() -> list[tuple[str, str]] | None:
             return None
         found.append((stream.encoding, stream.errors or "strict"))
     return found
-
-
-def _ours(sock: socket.socket) -> bool:
-    """Whether the process that listens is the user's (where the system says)."""
-    import socket
-    import struct
-
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return True  # the folder's owner and mode are then the only check
-    credentials = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", credentials)
-    return uid == os.getuid()

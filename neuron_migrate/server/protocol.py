@@ -15,6 +15,7 @@ user's own processes.
 from __future__ import annotations
 
 import marshal
+import os
 import socket
 import struct
 
@@ -28,6 +29,7 @@ STARTED, EXITED, STALE, INFO = b"p", b"x", b"s", b"i"  # reply kinds
 
 _HEADER = struct.Struct(">4scI")
 _REPLY = struct.Struct(">ci")
+_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _MAX_PAYLOAD = 64 << 20
 
 
@@ -76,6 +78,17 @@ def receive_reply(sock: socket.socket) -> tuple[bytes, int, Any]:
     return kind, number, None
 
 
+def peer_is_this_user(sock: socket.socket) -> bool:
+    """Whether the process at the other end is this user's, where the system says
+    (SO_PEERCRED); elsewhere the folder's owner and mode are the only check."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    credentials = sock.getsockopt(socket.SOL_SOCKET, option, _CREDENTIALS.size)
+    _pid, uid, _gid = _CREDENTIALS.unpack(credentials)
+    return bool(uid == os.getuid())
+
+
 def read_exactly(sock: socket.socket, size: int) -> bytes:
     chunks: list[bytes] = []
     while size > 0:
@@ -88,8 +101,6 @@ def read_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def _close(fd: int) -> None:
-    import os
-
     try:  # noqa: SIM105  (contextlib: an import the command's path does without)
         os.close(fd)
     except OSError:

@@ -28,7 +28,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ from neuron_migrate.server.protocol import (
     STARTED,
     STOP,
     ProtocolError,
+    peer_is_this_user,
     receive_request,
     send_reply,
 )
@@ -192,7 +192,7 @@ class _Server:
             conn, _address = self.listener.accept()
             with conn:
                 conn.settimeout(_REQUEST_TIMEOUT_S)
-                if not _from_this_user(conn):
+                if not peer_is_this_user(conn):
                     continue
                 try:
                     kind, payload, fds = receive_request(conn, max_fds=3)
@@ -316,14 +316,6 @@ def _on_parent_death(signum: int) -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(1, signum)  # PR_SET_PDEATHSIG
-
-
-def _from_this_user(conn: socket.socket) -> bool:
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return True  # only the folder's mode keeps others out
-    credentials = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1] == os.getuid()
 
 
 def code_stamp() -> tuple[tuple[str, int, int], ...]:
