@@ -6,7 +6,7 @@ AOTAutograd trace, calls that create neuron tensors from nothing
 (`torch.arange(n, device=x.device)`) build the CPU payload and wrap it, as the eager factory
 fallback does. Each graph is checked against the matrix: an op that is not native cannot be
 lowered, and the compile fails naming the op and the user's source line, as TorchNeuron does by
-default. Accepted graphs run on CPU.
+default. Accepted graphs run on CPU (`graph_runner`).
 
 Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
 from neuron_sim.policy import NATIVE, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
@@ -230,11 +231,11 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
     def forward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.forward_ops = _check_graph("forward", record, graph)
-        return make_boxed_func(graph.forward)
+        return make_boxed_func(graph_runner.runnable(graph))
 
     def backward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.backward_ops = _check_graph("backward", record, graph)
-        return make_boxed_func(graph.forward)
+        return make_boxed_func(graph_runner.runnable(graph))
 
     with _NeuronFactoriesOnHost():
         return aot_autograd(

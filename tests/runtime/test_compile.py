@@ -178,3 +178,48 @@ def test_in_place_view_ops_in_a_compiled_function_match_eager(sim_run) -> None:
     assert run.exit_code == 0, run.err
     assert "IN_PLACE_VIEWS_OK" in run.out
     assert all(graph["ok"] for graph in run.trace["compile"]["graphs"])
+
+
+SCRIPTED_TRAINING = """
+import torch, torch.nn as nn, torch._dynamo
+from neuron_sim import graph_runner
+
+scripted = []
+script = graph_runner._script
+def counted(graph):
+    scripted.append(script(graph))
+    return scripted[-1]
+graph_runner._script = counted
+
+def losses():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 2))
+    model = model.to("neuron")
+    compiled = torch.compile(model, backend="neuron")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    batch = torch.randn(4, 8).to("neuron")
+    seen = []
+    for _ in range(4):
+        loss = compiled(batch).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        seen.append(loss.item())
+    return seen
+
+through_torchscript = losses()
+assert len(scripted) == 2, scripted  # the forward graph and the backward graph
+torch._dynamo.reset()
+graph_runner.runnable = lambda graph: graph.forward  # the fx code, as before graph_runner
+as_fx_code = losses()
+assert through_torchscript == as_fx_code, (through_torchscript, as_fx_code)
+assert as_fx_code[-1] < as_fx_code[0]
+print("SCRIPTED_OK")
+"""
+
+
+def test_compiled_graphs_run_scripted_and_train_as_the_fx_code(sim_run) -> None:
+    run = sim_run(SCRIPTED_TRAINING)
+    assert run.exit_code == 0, run.err
+    assert "SCRIPTED_OK" in run.out
+    assert len(run.trace["compile"]["graphs"]) == 2

@@ -1,0 +1,75 @@
+"""Run an accepted compiled graph without a Python call per op.
+
+AOTAutograd hands the backend plain CPU aten graphs; run as the Python code fx generates, each
+op costs an interpreter frame and an `OpOverload` call, which on a transformer step is a tenth
+of the step. TorchScript's interpreter runs the same graph from C++. Its optimizing executor
+is kept off (`torch.jit.optimized_execution(False)`, thread-local): it rewrites the graph, and
+the losses it gives differ from eager in the 4th digit, where unoptimized they are bitwise the
+ones the fx code gives. A graph TorchScript cannot take runs as the fx code, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._functorch.compile_utils import strip_overloads
+
+
+def runnable(graph: torch.fx.GraphModule) -> Callable[..., Any]:
+    """A callable that runs `graph` (its boxed-free positional form) as `graph.forward` does."""
+    try:
+        scripted = _script(graph)
+    except Exception:  # an op or argument TorchScript cannot type: the fx code runs it
+        return graph.forward
+    forward = scripted.forward
+
+    def run(*args: Any) -> Any:
+        with torch.jit.optimized_execution(False):
+            return forward(*args)
+
+    return run
+
+
+def _script(graph: torch.fx.GraphModule) -> torch.jit.ScriptModule:
+    # A copy: the graph AOTAutograd holds keeps its overloads (and its lazy recompilation,
+    # which TorchScript cannot compile through).
+    plain = torch.fx.GraphModule(graph, copy.deepcopy(graph.graph))
+    strip_overloads(plain)  # TorchScript resolves `aten.mm`, not `aten.mm.default`
+    for node in plain.graph.find_nodes(op="placeholder"):
+        node.type = _argument_type(node)
+    for node in plain.graph.nodes:
+        # Graphs run on the CPU payloads; TorchScript takes a device as its name.
+        node.kwargs = {
+            key: value.type if isinstance(value, torch.device) else value
+            for key, value in node.kwargs.items()
+        }
+    plain.recompile()
+    with warnings.catch_warnings():
+        # TorchScript warns about the GraphModule's own attributes it does not compile.
+        warnings.simplefilter("ignore")
+        return torch.jit.script(plain)
+
+
+# TorchScript takes an unannotated argument for a Tensor; the scalars a graph can take are
+# annotated from the value AOTAutograd traced it with (a SymInt passes a plain int).
+_SCALAR_TYPES: dict[type, type] = {
+    int: int,
+    float: float,
+    bool: bool,
+    torch.SymInt: int,
+    torch.SymFloat: float,
+    torch.SymBool: bool,
+}
+
+
+def _argument_type(placeholder: torch.fx.Node) -> type:
+    value = placeholder.meta.get("val")
+    if isinstance(value, torch.Tensor):
+        return torch.Tensor
+    if type(value) in _SCALAR_TYPES:
+        return _SCALAR_TYPES[type(value)]
+    raise TypeError(f"graph input {placeholder.name} is a {type(value).__name__}")
