@@ -136,7 +136,8 @@ def test_privateuse1_floor_builds_trains_and_prints(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     rows = [line.strip() for line in out.splitlines() if line.startswith("  ")]
-    for label in ("cpu eager", "C++ device eager", "C++ device compiled (aot_eager)"):
+    compiled = ("C++ device compiled (aot_eager)", "C++ device compiled (graph_runner)")
+    for label in ("cpu eager", "C++ device eager", *compiled):
         found = [row for row in rows if row.startswith(label + "  ")]
         assert len(found) == 2, label  # one row per workload
         assert all(row.split()[len(label.split())].replace(".", "").isdigit() for row in found)
