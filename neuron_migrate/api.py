@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from copy import copy
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -12,7 +12,7 @@ from typing import NamedTuple, Protocol
 from neuron_migrate.baseline import Baseline
 from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
 from neuron_migrate.config import Config, Policy, make_policy, resolve_config
-from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath, discover
+from neuron_migrate.discover import SourcePath, discover, sources_then_notebooks
 from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
 from neuron_migrate.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.findings import FileError, Finding
@@ -382,8 +382,6 @@ def scan_planned(
         cache_dir=None if cache.directory is None else str(cache.directory),
         jobs=jobs or default_jobs(),
     )
-    sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
-    notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
 
     def collect(result: ScannedFile) -> None:
         table = collect_result(report, result)
@@ -394,18 +392,32 @@ def scan_planned(
 
     try:
         with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
-            for result in scan_files(sources, settings, jobs=report.jobs, cache=cache):
+            for result in scanned(files, settings, jobs=report.jobs, cache=cache):
                 collect(result)
-            if notebooks:
-                from neuron_migrate.notebook_scan import scan_notebook
-
-                for source in notebooks:
-                    collect(scan_notebook(source, settings, cache))
     finally:
         cache.close()
     report.files.sort(key=_path)
     report.elapsed_s = time.perf_counter() - started
     return report
+
+
+def scanned(
+    files: list[SourcePath],
+    settings: ScanSettings,
+    *,
+    jobs: int,
+    cache: ResultCache | NoCache,
+    use_stat_index: bool = True,
+) -> Iterator[ScannedFile]:
+    """Each of `files` scanned, in `sources_then_notebooks` order: Python sources through
+    `scan_files` (its workers, `use_stat_index`), notebooks cell by cell in this process."""
+    sources, notebooks = sources_then_notebooks(files)
+    yield from scan_files(sources, settings, jobs=jobs, cache=cache, use_stat_index=use_stat_index)
+    if notebooks:
+        from neuron_migrate.notebook_scan import scan_notebook
+
+        for source in notebooks:
+            yield scan_notebook(source, settings, cache)
 
 
 def select_files(

@@ -51,6 +51,14 @@ class SourcePath(NamedTuple):  # a tuple: a walk makes one a file
     display: str  # relative to the scan root, forward slashes: what reports show
 
 
+def sources_then_notebooks(files: list[SourcePath]) -> tuple[list[SourcePath], list[SourcePath]]:
+    """`files` split in the order every scan takes them: Python sources (through the workers),
+    then notebooks."""
+    sources = [f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX)]
+    notebooks = [f for f in files if f.display.endswith(NOTEBOOK_SUFFIX)]
+    return sources, notebooks
+
+
 def discover(
     root: Path,
     exclude: tuple[str, ...] = (),

@@ -39,11 +39,12 @@ from neuron_migrate.api import (
     ScanReport,
     collect_result,
     scan_planned,
+    scanned,
     select_files,
 )
 from neuron_migrate.cache import ResultCache, default_cache_dir
-from neuron_migrate.discover import NOTEBOOK_SUFFIX, SourcePath
-from neuron_migrate.engine import ScanSettings, scan_files
+from neuron_migrate.discover import SourcePath, sources_then_notebooks
+from neuron_migrate.engine import ScanSettings
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
 from neuron_migrate.output import write_output
 from neuron_migrate.report.json_report import around_findings, framed, json_chunks, listed_rows
@@ -301,7 +302,7 @@ def _counted(table: FileFindings | None) -> tuple[tuple[Kind, int], ...]:
 
 
 # Scans the changed sources and notebooks: each with its result, sources first.
-ScanChanged = Callable[[list[SourcePath], list[SourcePath]], list[tuple[SourcePath, "ScannedFile"]]]
+ScanChanged = Callable[[list[SourcePath]], list[tuple[SourcePath, "ScannedFile"]]]
 
 
 class Written(NamedTuple):
@@ -437,10 +438,7 @@ def _scanned_now(
     sources = [source for source, _ in changed.values()]
     tables: list[FileFindings] = []
     fresh: dict[str, FileEntry] = {}
-    for source, result in scan_changed(
-        [s for s in sources if not s.display.endswith(NOTEBOOK_SUFFIX)],
-        [s for s in sources if s.display.endswith(NOTEBOOK_SUFFIX)],
-    ):
+    for source, result in scan_changed(sources):
         table = collect_result(report, result)
         if table is not None:
             tables.append(table)
@@ -461,9 +459,9 @@ def _replace_entries(snapshot: Snapshot, at: dict[str, int], fresh: dict[str, Fi
 
 
 def _scan_order(files: list[SourcePath]) -> Iterator[SourcePath]:
-    """Sources, then notebooks: the order a scan takes them (`api.scan`)."""
-    yield from (f for f in files if not f.display.endswith(NOTEBOOK_SUFFIX))
-    yield from (f for f in files if f.display.endswith(NOTEBOOK_SUFFIX))
+    """The order a scan takes `files` (`api.scanned`)."""
+    for part in sources_then_notebooks(files):
+        yield from part
 
 
 def _count_out(
@@ -650,18 +648,13 @@ def _store_quietly(folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: se
 
 
 def _scan_few(
-    plan: ScanPlan, cache_dir: Path, sources: list[SourcePath], notebooks: list[SourcePath]
+    plan: ScanPlan, cache_dir: Path, files: list[SourcePath]
 ) -> list[tuple[SourcePath, ScannedFile]]:
     """The changed files of a spliced re-scan, in this process (too few for workers)."""
     cache = ResultCache(cache_dir)
     settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
     try:
-        found = scan_files(sources, settings, jobs=1, cache=cache, use_stat_index=False)
-        results = list(zip(sources, found, strict=True))
-        if notebooks:
-            from neuron_migrate.notebook_scan import scan_notebook
-
-            results.extend((source, scan_notebook(source, settings, cache)) for source in notebooks)
+        found = scanned(files, settings, jobs=1, cache=cache, use_stat_index=False)
+        return list(zip(_scan_order(files), found, strict=True))
     finally:
         cache.close()
-    return results
