@@ -33,7 +33,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from neuron_migrate import __version__
 from neuron_migrate.api import (
     ScanPlan,
     ScanReport,
@@ -163,12 +162,10 @@ def settings_digest(plan: ScanPlan) -> str:
     """Everything besides the files that a JSON report depends on."""
     parts = (
         _LAYOUT,
-        __version__,
-        config_digest(plan.target),
+        config_digest(plan.target),  # the tool's version, the target, the rules and matrices
         os.getcwd(),
         str(plan.root),
         str(plan.base),
-        plan.target,
         plan.exclude,
         plan.max_bytes,
         plan.config,
@@ -509,32 +506,37 @@ def _with_rows(
     run of them is copied at once."""
     rows = snapshot.rows
     if tables:
-        name, fd = folder.new_rows()
-        try:
-            start = 0
-            for index, table in enumerate(sorted(tables, key=_path)):
-                if index:
-                    write_all(fd, ROW_SEPARATOR)
-                    start += len(ROW_SEPARATOR)
-                length = _write_pieces(fd, listed_rows(report, table))
-                rows[at[table.path]] = (name, start, length)
-                start += length
-        finally:
-            os.close(fd)
+        scanned = sorted(tables, key=_path)
+        _new_row_file(folder, rows, ((at[t.path], listed_rows(report, t)) for t in scanned))
     if len({place[0] for place in rows if place is not None}) <= MAX_ROW_FILES:
         return
+
+    def stored(index: int) -> list[Piece]:
+        place = rows[index]
+        assert place is not None  # in report order: it has rows
+        return [_stored(folder, *place)]
+
+    _new_row_file(folder, rows, ((index, stored(index)) for index in _report_order(snapshot)))
+
+
+def _new_row_file(
+    folder: SnapshotFolder,
+    rows: list[Rows | None],
+    files: Iterable[tuple[int, Iterable[Piece]]],
+) -> None:
+    """Write each file's rows (`files`: its index, its pieces) to a new row file, in order,
+    ROW_SEPARATOR between, and set `rows[index]` to where they went. The pieces of a file are
+    taken before its place is set (a stored piece reads the old one)."""
     name, fd = folder.new_rows()
     try:
         start = 0
-        for index in _report_order(snapshot):
-            place = rows[index]
-            assert place is not None
-            if start:
+        for position, (index, pieces) in enumerate(files):
+            if position:
                 write_all(fd, ROW_SEPARATOR)
                 start += len(ROW_SEPARATOR)
-            _stored(folder, *place).copy_to(fd)
-            rows[index] = (name, start, place[2])
-            start += place[2]
+            length = _write_pieces(fd, pieces)
+            rows[index] = (name, start, length)
+            start += length
     finally:
         os.close(fd)
 
