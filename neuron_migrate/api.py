@@ -21,6 +21,7 @@ from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.scan_data import header_for
 from neuron_migrate.scanned import ScannedFile
 from neuron_migrate.source import DEFAULT_MAX_BYTES
+from neuron_migrate.stat_index import Taken
 from neuron_migrate.suppressions import SuppressedFinding, Suppression
 
 
@@ -290,12 +291,21 @@ def plan_scan(
     return ScanPlan(root, base, config, policy, version, exclude, max_bytes)
 
 
-class ScanObserver(Protocol):
-    """Told of a scan's files (and the folders listed to find them) before any is read, and of
-    each file's result as it is counted (with its reported table: the findings the policy
-    keeps)."""
+class Listing(NamedTuple):
+    """The files a scan reads, the folders listed to find them, and the stat signatures taken
+    of them so far (none read yet)."""
 
-    def started(self, files: list[SourcePath], folders: list[str]) -> None: ...
+    files: list[SourcePath]
+    folders: list[str]
+    taken: Taken
+
+
+class ScanObserver(Protocol):
+    """Told of a scan's listing before any file is read (the signatures it takes go to
+    `listing.taken`, which the scan's stat index then uses), and of each file's result as it is
+    counted (with its reported table: the findings the policy keeps)."""
+
+    def started(self, listing: Listing) -> None: ...
 
     def collected(self, result: ScannedFile, table: FileFindings | None) -> None: ...
 
@@ -356,13 +366,20 @@ def scan_planned(
     changed_since: str | None = None,
     shard: tuple[int, int] | None = None,
     observer: ScanObserver | None = None,
+    listing: Listing | None = None,
 ) -> ScanReport:
-    """`scan`, its arguments resolved (`plan_scan`)."""
+    """`scan`, its arguments resolved (`plan_scan`). `listing`: the files as `select_files`
+    lists them for `plan`, `changed_since` and `shard`, when the caller has listed them."""
     started = time.perf_counter()
-    folders: list[str] = []
-    files = select_files(plan, changed_since, shard, folders)
+    # Signatures are kept for the stat index only where someone else takes them too.
+    shared = listing is not None or observer is not None
+    if listing is None:
+        folders: list[str] = []
+        files = select_files(plan, changed_since, shard, folders)
+        listing = Listing(files, folders, Taken())
+    files = listing.files
     if observer is not None:
-        observer.started(files, folders)
+        observer.started(listing)
     cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
     settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
     header = header_for(plan.target, cache.directory)
@@ -392,7 +409,9 @@ def scan_planned(
 
     try:
         with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
-            for result in scanned(files, settings, jobs=report.jobs, cache=cache):
+            taken = listing.taken if shared else None
+            found = scanned(files, settings, jobs=report.jobs, cache=cache, taken=taken)
+            for result in found:
                 collect(result)
     finally:
         cache.close()
@@ -408,11 +427,15 @@ def scanned(
     jobs: int,
     cache: ResultCache | NoCache,
     use_stat_index: bool = True,
+    taken: Taken | None = None,
 ) -> Iterator[ScannedFile]:
     """Each of `files` scanned, in `sources_then_notebooks` order: Python sources through
-    `scan_files` (its workers, `use_stat_index`), notebooks cell by cell in this process."""
+    `scan_files` (its workers, `use_stat_index`, `taken`), notebooks cell by cell in this
+    process."""
     sources, notebooks = sources_then_notebooks(files)
-    yield from scan_files(sources, settings, jobs=jobs, cache=cache, use_stat_index=use_stat_index)
+    yield from scan_files(
+        sources, settings, jobs=jobs, cache=cache, use_stat_index=use_stat_index, taken=taken
+    )
     if notebooks:
         from neuron_migrate.notebook_scan import scan_notebook
 

@@ -21,7 +21,7 @@ from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.scan_data import Context, config_digest, context_for
 from neuron_migrate.scanned import ScannedFile, empty, prefiltered, scanned
 from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
-from neuron_migrate.stat_index import EMPTY, PREFILTERED, StatIndex
+from neuron_migrate.stat_index import EMPTY, PREFILTERED, StatIndex, Taken
 from neuron_migrate.stat_index import index_name as stat_index_name
 from neuron_migrate.suppressions import MARKER, parse_suppressions
 
@@ -123,18 +123,20 @@ def scan_files(
     cache: ResultCache | NoCache,
     on_result: Callable[[ScannedFile], None] | None = None,
     use_stat_index: bool = True,
+    taken: Taken | None = None,
 ) -> Iterator[ScannedFile]:
     """Scan files, yielding one ScannedFile per file in input order.
 
     The rules, matrix and API map are loaded, and the worker pool started, only once a file
     needs analysis: a re-scan that the cache answers entirely does neither. `use_stat_index`
     false reads every file and leaves the stat index as it is (a few files of a tree, whose
-    index a scan of the whole tree keeps).
+    index a scan of the whole tree keeps). `taken`: stat signatures the caller took before any
+    file was read, which the index uses instead of statting those files again.
     """
     digest = config_digest(settings.target)
     index_name = stat_index_name(digest)
     if use_stat_index and isinstance(cache, ResultCache):
-        index = StatIndex(cache.stat_index(index_name))
+        index = StatIndex(cache.stat_index(index_name), taken=taken)
     else:
         index = StatIndex(None, enabled=False)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate.api import (
+    Listing,
     ScanPlan,
     ScanReport,
     collect_result,
@@ -49,7 +50,7 @@ from neuron_migrate.output import write_output
 from neuron_migrate.report.json_report import around_findings, framed, json_chunks, listed_rows
 from neuron_migrate.row_store import Piece, Segment, StoredBytes, write_all
 from neuron_migrate.scan_data import config_digest
-from neuron_migrate.stat_index import Signature, settled, settled_before, signature
+from neuron_migrate.stat_index import Signature, Taken, settled, settled_before, signature
 
 if TYPE_CHECKING:
     from neuron_migrate.scanned import ScannedFile
@@ -258,15 +259,15 @@ class Recorder:
         self.folders: list[str] = []
         self.folder_signatures: list[Signature | None] = []
 
-    def started(self, files: list[SourcePath], folders: list[str]) -> None:
-        before = settled_before()
-        for source in files:
-            sig = settled(signature(source.path), before)
+    def started(self, listing: Listing) -> None:
+        taken = listing.taken
+        for source in listing.files:
+            sig = settled(taken.signature(source.path), taken.before)
             self._sources[source.display] = (source.path, sig)
         # Taken after the folders were listed, but a change since then is too recent to be
         # settled: such a folder is listed again next time.
-        self.folders = folders
-        self.folder_signatures = _folder_signatures(folders)
+        self.folders = listing.folders
+        self.folder_signatures = _folder_signatures(listing.folders)
 
     def collected(self, result: ScannedFile, table: FileFindings | None) -> None:
         self.results[result.path] = (result, table)
@@ -344,21 +345,23 @@ class Changes(NamedTuple):
     same_files: bool  # the same files as the snapshot's (so in the same order)
 
 
-def _changes(snapshot: Snapshot, files: list[SourcePath], at: dict[str, int]) -> Changes | None:
+def _changes(
+    snapshot: Snapshot, files: list[SourcePath], at: dict[str, int], taken: Taken
+) -> Changes | None:
     """The files that changed, appeared or vanished since `snapshot`, with the signatures the
-    changed ones have now (None if not settled); None when more than `MAX_SPLICED_FILES`."""
-    before = settled_before()
+    changed ones have now (None if not settled); None when more than `MAX_SPLICED_FILES`. The
+    signatures it takes are kept in `taken`."""
     changed: dict[str, tuple[SourcePath, Signature | None]] = {}
     appeared = 0
     signatures, paths = snapshot.signatures, snapshot.paths
     for source in files:
         index = at.get(source.display)
-        sig = signature(source.path)
+        sig = taken.signature(source.path)
         if index is None:
             appeared += 1
         elif sig is not None and signatures[index] == sig and paths[index] == source.path:
             continue
-        changed[source.display] = (source, settled(sig, before))
+        changed[source.display] = (source, settled(sig, taken.before))
         if len(changed) > MAX_SPLICED_FILES:
             return None
     vanished: list[str] = []
@@ -376,22 +379,26 @@ def spliced(
     folder: SnapshotFolder,
     scan_changed: ScanChanged,
     started: float,
-) -> Written | None:
+) -> Written | Listing:
     """The report of a re-scan made from `snapshot` (which it changes), the files that
-    changed scanned by `scan_changed`; None when too many changed, or a row file is gone."""
+    changed scanned by `scan_changed`; when too many changed, or a row file is gone, the
+    files as it listed them, for a full scan."""
+    taken = Taken()
     files = _files_if_no_folder_changed(snapshot)
+    folders = snapshot.folders
     relisted = False  # and the folders' signatures changed: the snapshot is stored again
     if files is None:
-        folders: list[str] = []
+        folders = []
         files = select_files(plan, folders=folders)
         folder_signatures = _folder_signatures(folders)
         if (folders, folder_signatures) != (snapshot.folders, snapshot.folder_signatures):
             snapshot = snapshot._replace(folders=folders, folder_signatures=folder_signatures)
             relisted = True
+    listing = Listing(files, folders, taken)
     at = {display: index for index, display in enumerate(snapshot.displays)}
-    found = _changes(snapshot, files, at)
+    found = _changes(snapshot, files, at, taken)
     if found is None:
-        return None
+        return listing
     report = snapshot.report
     dropped = {*found.changed, *found.vanished}
     _count_out(report, snapshot, at, dropped)
@@ -412,7 +419,7 @@ def spliced(
         report.elapsed_s = time.perf_counter() - started
         pieces = _report_pieces(report, snapshot, folder)
     except OSError:  # a row file gone or cut short: scan in full
-        return None
+        return listing
     return Written(report, pieces, snapshot if dropped or relisted else None)
 
 
@@ -614,13 +621,20 @@ def scan_json(
     folder = SnapshotFolder(cache_dir, plan)
     last = folder.load(settings)
     last_rows = _row_files(last) if last is not None else set()  # before a splice changes it
-    written = None
+    outcome = None
     if last is not None:
-        written = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started)
-    if written is None:
+        outcome = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started)
+    if isinstance(outcome, Written):
+        written = outcome
+    else:
         recorder = Recorder()
         report = scan_planned(
-            plan, jobs=jobs, cache_dir=cache_dir, on_progress=on_progress, observer=recorder
+            plan,
+            jobs=jobs,
+            cache_dir=cache_dir,
+            on_progress=on_progress,
+            observer=recorder,
+            listing=outcome,  # as the splice that gave up listed them
         )
         try:
             written = recorded(report, recorder, settings, folder)

@@ -52,6 +52,24 @@ def settled(sig: Signature | None, before: int) -> Signature | None:
     return sig if sig is not None and max(sig[1], sig[2]) < before else None
 
 
+class Taken:
+    """Stat signatures of files, each taken once, before the file is read: a full scan's
+    snapshot and its stat index share them. `before` is the `settled_before` of the moment the
+    first was taken."""
+
+    def __init__(self) -> None:
+        self.before = settled_before()
+        self._by_path: dict[str, Signature | None] = {}
+
+    def signature(self, path: str) -> Signature | None:
+        """The file's signature: as taken already, else now."""
+        by_path = self._by_path
+        if path in by_path:
+            return by_path[path]
+        sig = by_path[path] = signature(path)
+        return sig
+
+
 def index_name(config_digest: str) -> str:
     """The index of scans run from this folder with this configuration (paths as given are
     relative to the working folder)."""
@@ -59,16 +77,22 @@ def index_name(config_digest: str) -> str:
 
 
 class StatIndex:
-    def __init__(self, blob: bytes | None, *, enabled: bool = True) -> None:
+    def __init__(
+        self, blob: bytes | None, *, enabled: bool = True, taken: Taken | None = None
+    ) -> None:
         self._enabled = enabled
         self._recorded: dict[str, _Record] = _loaded(blob)
         self._seen: dict[str, _Record] = {}
-        self._settled_before = settled_before()
+        self._taken = taken
+        self._settled_before = settled_before() if taken is None else taken.before
 
     def signature(self, path: str) -> Signature | None:
-        """The file's signature now; None when the index is off (a scan without a cache has
-        nothing to recall, and stats no file), which `recall` and `remember` pass over."""
-        return signature(path) if self._enabled else None
+        """The file's signature before it is read (taken now, or earlier in `taken`); None when
+        the index is off (a scan without a cache has nothing to recall, and stats no file),
+        which `recall` and `remember` pass over."""
+        if not self._enabled:
+            return None
+        return signature(path) if self._taken is None else self._taken.signature(path)
 
     def recall(self, path: str, display: str, sig: Signature | None) -> str | None:
         """The outcome recorded for the file at `path` if its signature is unchanged."""

@@ -9,12 +9,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from neuron_migrate import report_snapshot, stat_index
+from neuron_migrate import api, report_snapshot, stat_index
 from neuron_migrate.api import ScanPlan, ScanReport
 from neuron_migrate.discover import SourcePath
 from tests.cli import invoke
@@ -179,6 +180,42 @@ def test_many_changed_files_scan_in_full(
         (tree / f"{name}.py").write_text(XLA)
     _agrees(tree, cache)
     assert len(full_scans) == 2
+
+
+def test_a_scan_lists_the_tree_once_and_stats_each_file_once(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The snapshot's recorder and the stat index share each file's signature; a splice that
+    # gives up hands the full scan its listing and the signatures it took.
+    monkeypatch.setattr(report_snapshot, "MAX_SPLICED_FILES", 2)
+    listings: list[Path] = []
+    stats: Counter[str] = Counter()
+    real_select, real_signature = api.select_files, stat_index.signature
+
+    def select_files(plan: ScanPlan, *args: object, **kwargs: object) -> list[SourcePath]:
+        listings.append(plan.root)
+        return real_select(plan, *args, **kwargs)  # type: ignore[arg-type]
+
+    def signature(path: str) -> stat_index.Signature | None:
+        stats[path] += 1
+        return real_signature(path)
+
+    for module in (api, report_snapshot):
+        monkeypatch.setattr(module, "select_files", select_files)
+    monkeypatch.setattr(stat_index, "signature", signature)
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _scan(tree, cache)
+    assert len(listings) == 1
+    assert len(stats) == len(list(tree.rglob("*.py")) + list(tree.rglob("*.ipynb")))
+    assert set(stats.values()) == {1}
+    listings.clear()
+    stats.clear()
+    for name in ("c", "d", "e"):  # more than the splice takes, in a folder that changes
+        (tree / f"{name}.py").write_text(XLA)
+    _scan(tree, cache)
+    assert len(full_scans) == 2
+    assert len(listings) == 1
+    assert stats and set(stats.values()) == {1}
 
 
 def test_rows_spread_over_many_row_files_are_gathered_into_one(
