@@ -39,6 +39,7 @@ CHILD_FLAG, BASELINE, AOT_ROW = (
     runtime_overhead.BASELINE,
     runtime_overhead.AOT_ROW,
 )
+DEFAULT_BUILD_DIR = Path(tempfile.gettempdir()) / "neuron-migrate-bench" / "privateuse1"
 GRAPH_RUNNER = "graph_runner"  # aot_autograd running its graphs as the neuron backend does
 ROWS = [  # label, device, torch.compile backend
     (BASELINE, "cpu", None),
@@ -192,7 +193,7 @@ def main() -> int:
     parser.add_argument(
         "--build-dir",
         type=Path,
-        default=Path(tempfile.gettempdir()) / "neuron-migrate-bench" / "privateuse1",
+        default=DEFAULT_BUILD_DIR,
         help="where the extension is built (kept: later runs load it)",
     )
     args = parser.parse_args()

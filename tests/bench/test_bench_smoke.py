@@ -119,15 +119,26 @@ def _can_build_extensions() -> bool:
     return is_ninja_available() and any(shutil.which(cc) for cc in ("c++", "g++", "clang++"))
 
 
+@pytest.fixture(scope="module")
+def floor_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build folder for the floor extension, shared by the scripts that load it."""
+    return tmp_path_factory.mktemp("privateuse1")
+
+
+needs_extensions = pytest.mark.skipif(
+    not _can_build_extensions(), reason="needs torch, ninja and a C++ compiler"
+)
+
+
 @pytest.mark.torch
 @pytest.mark.slow
-@pytest.mark.skipif(not _can_build_extensions(), reason="needs torch, ninja and a C++ compiler")
-def test_privateuse1_floor_builds_trains_and_prints(tmp_path: Path) -> None:
+@needs_extensions
+def test_privateuse1_floor_builds_trains_and_prints(floor_build: Path) -> None:
     done = subprocess.run(
         [
             sys.executable,
             str(BENCH / "privateuse1_floor.py"),
-            *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(tmp_path)),
+            *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(floor_build)),
         ],
         capture_output=True,
         text=True,
@@ -145,3 +156,22 @@ def test_privateuse1_floor_builds_trains_and_prints(tmp_path: Path) -> None:
     for line in (line for line in out.splitlines() if "loss after 5 steps" in line):
         cpu, device = (float(word.rstrip(",")) for word in line.split()[-4::3])
         assert abs(cpu - device) <= 1e-5 * max(abs(cpu), 1.0), line
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@needs_extensions
+def test_privateuse1_features_says_what_works_and_what_fails(floor_build: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "privateuse1_features.py"), "--build-dir", str(floor_build)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    verdicts = {
+        line[:50].strip(): line[50:].strip().split(":")[0] for line in done.stdout.splitlines()
+    }
+    assert len(verdicts) == 13 and set(verdicts.values()) <= {"works", "fails"}
+    assert verdicts["factories, .item()"] == "works"
+    assert verdicts["a CPU tensor mixed in (to fail)"] == "fails"  # as a real device refuses it
