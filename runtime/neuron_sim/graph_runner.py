@@ -20,7 +20,7 @@ from torch._functorch.compile_utils import strip_overloads
 
 
 def runnable(graph: torch.fx.GraphModule) -> Callable[..., Any]:
-    """A callable that runs `graph` (its boxed-free positional form) as `graph.forward` does."""
+    """A callable that takes what `graph.forward` takes and returns what it returns."""
     try:
         scripted = _script(graph)
     except Exception:  # an op or argument TorchScript cannot type: the fx code runs it
