@@ -6,16 +6,18 @@ import json
 import subprocess
 import sys
 
+# Reported by an exit handler: a `scan` or `rewrite` leaves without returning (`cli.leave`).
 _RUN = """
-import json, sys
+import atexit, json, sys
 watched = json.loads(sys.argv[1])
 sys.argv = ["neuron-migrate", *sys.argv[2:]]
+
+@atexit.register
+def report():
+    print(json.dumps(sorted(m for m in watched if m in sys.modules)), file=sys.stderr)
+
 from neuron_migrate.cli import main
-try:
-    main()
-except SystemExit:
-    pass
-print(json.dumps(sorted(m for m in watched if m in sys.modules)), file=sys.stderr)
+main()
 """
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +138,32 @@ def test_every_command_has_a_handler_with_a_docstring() -> None:
     handlers = _handlers(build_parser())
     assert len(handlers) >= 8
     assert all(h.__doc__ for h in handlers)
+
+
+def test_a_scan_by_itself_leaves_at_once_with_its_code_output_and_exit_handlers(
+    tmp_path: Path,
+) -> None:
+    # `scan` and `rewrite` skip the interpreter's teardown (`cli.leave`): what they print, their
+    # exit code and the exit handlers (here one a sitecustomize registers) must all survive it.
+    marker, freed = tmp_path / "exit-handler-ran", tmp_path / "objects-freed"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, pathlib\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).touch)\n"
+        "class Freed:\n"
+        f"    def __del__(self, path=pathlib.Path({str(freed)!r})):\n"
+        "        path.touch()\n"
+        "kept = Freed()  # freed only by the interpreter's teardown\n"
+    )
+    project = Path(__file__).parents[1] / "fixtures" / "projects" / "mixed_status"
+    scan = ["scan", "--format", "json", "--no-cache", "--fail-on", "unsupported", str(project)]
+    done = subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", *scan],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "NEURON_MIGRATE_NO_SERVER": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr  # the gate fails on this project
+    assert json.loads(done.stdout)["summary"]["gate"]["passed"] is False
+    assert marker.exists()
+    assert not freed.exists()

@@ -16,6 +16,7 @@ import sys
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:
     import argparse
+    from typing import NoReturn
 
     from neuron_migrate.cli.commands import Handler
 
@@ -89,14 +90,52 @@ def parse(words: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point. A command line of this process's own (`argv` None) goes to the
-    server when one runs."""
+    server when one runs; a `scan` or `rewrite` run here then leaves without the interpreter's
+    teardown (`leave`), as the server's children do."""
     if argv is None:
-        from neuron_migrate.server.client import hand_over
+        from neuron_migrate.server.client import SERVED_COMMANDS, hand_over
 
         code = hand_over(sys.argv[1:])
         if code is not None:
             sys.exit(code)
+        if sys.argv[1:2] and sys.argv[1] in SERVED_COMMANDS:
+            leave(exit_code(sys.argv[1:]))
     run_here(sys.argv[1:] if argv is None else argv)
+
+
+def exit_code(words: list[str]) -> int:
+    """The exit code of `neuron-migrate WORDS` run in this process."""
+    try:
+        run_here(words)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with `code` at once: the exit handlers run and the standard streams are flushed,
+    but the objects are not freed one by one. A scan ends holding its whole report, and freeing
+    it took 15 ms of a 170 ms re-scan of one changed file among 6,244."""
+    import atexit
+    import contextlib
+    import os
+
+    threading = sys.modules.get("threading")  # not imported: no thread was started with it
+    if threading is not None and any(
+        thread.is_alive() and not thread.daemon and thread is not threading.main_thread()
+        for thread in threading.enumerate()
+    ):
+        sys.exit(code)  # a thread still at work: exit as usual, which waits for it
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's, which exit runs
+    if run_exit_handlers is not None:
+        run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, or a stream closed
+            stream.flush()
+    os._exit(code & 0xFF)
 
 
 def run_here(words: list[str]) -> None:

@@ -271,16 +271,9 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
 
 def run_command(words: list[str]) -> int:
     """The exit code of `neuron-migrate WORDS` run in this process."""
-    from neuron_migrate.cli import run_here
+    from neuron_migrate.cli import exit_code
 
-    try:
-        run_here(words)
-    except SystemExit as exc:
-        if exc.code is None or isinstance(exc.code, int):
-            return exc.code or 0
-        print(exc.code, file=sys.stderr)
-        return 1
-    return 0
+    return exit_code(words)
 
 
 def _reopen_streams(streams: list[tuple[str, str]]) -> None:
