@@ -25,13 +25,33 @@ def runnable(graph: torch.fx.GraphModule) -> Callable[..., Any]:
         scripted = _script(graph)
     except Exception:  # an op or argument TorchScript cannot type: the fx code runs it
         return graph.forward
-    forward = scripted.forward
+    return _FirstCallChecked(scripted.forward, graph.forward)
 
-    def run(*args: Any) -> Any:
+
+class _FirstCallChecked:
+    """The scripted graph, unless its first call fails where the fx code does not (an argument
+    of another type than the traced one, say): then the fx code, from then on. An error the fx
+    code raises too is the graph's own, and is raised."""
+
+    def __init__(self, scripted: Callable[..., Any], fx_code: Callable[..., Any]) -> None:
+        self._run: Callable[..., Any] = self._first
+        self._scripted, self._fx_code = scripted, fx_code
+
+    def __call__(self, *args: Any) -> Any:
+        return self._run(*args)
+
+    def _interpreted(self, *args: Any) -> Any:
         with torch.jit.optimized_execution(False):
-            return forward(*args)
+            return self._scripted(*args)
 
-    return run
+    def _first(self, *args: Any) -> Any:
+        try:
+            result = self._interpreted(*args)
+        except Exception:
+            self._run = self._fx_code
+            return self._fx_code(*args)
+        self._run = self._interpreted
+        return result
 
 
 def _script(graph: torch.fx.GraphModule) -> torch.jit.ScriptModule:

@@ -58,3 +58,19 @@ def test_a_scalar_graph_input_is_typed_from_its_traced_value() -> None:
 def test_a_graph_input_of_unknown_type_runs_as_fx_code() -> None:
     graph = _traced(lambda x, n: x * n, torch.ones(3), 2)  # `n` has no traced value
     assert graph_runner.runnable(graph) == graph.forward
+
+
+def test_a_scripted_graph_whose_first_call_fails_runs_as_fx_code_from_then_on() -> None:
+    graph = torch.fx.symbolic_trace(lambda x, n: x * n)
+    tensor, count = graph.graph.find_nodes(op="placeholder")
+    tensor.meta["val"], count.meta["val"] = torch.ones(3), 2  # traced with an int
+    run = graph_runner.runnable(graph)
+    assert torch.equal(run(torch.ones(3), 0.5), torch.full((3,), 0.5))  # called with a float
+    assert torch.equal(run(torch.ones(3), 3), torch.full((3,), 3.0))
+
+
+def test_an_error_of_the_graph_itself_is_raised() -> None:
+    graph = _traced(lambda x, y: x @ y, torch.ones(2, 3), torch.ones(3, 2))
+    run = graph_runner.runnable(graph)
+    with pytest.raises(RuntimeError):
+        run(torch.ones(2, 3), torch.ones(2, 3))  # shapes that cannot multiply
