@@ -167,3 +167,18 @@ def test_a_scan_by_itself_leaves_at_once_with_its_code_output_and_exit_handlers(
     assert json.loads(done.stdout)["summary"]["gate"]["passed"] is False
     assert marker.exists()
     assert not freed.exists()
+
+
+def test_a_profiled_scan_exits_as_usual_so_the_profile_is_written(tmp_path: Path) -> None:
+    profile = tmp_path / "scan.prof"
+    project = Path(__file__).parents[1] / "fixtures" / "projects" / "mlp_single"
+    scan = ["scan", "--no-cache", "--format", "json", str(project)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "neuron_migrate", *scan],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NEURON_MIGRATE_NO_SERVER": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert profile.stat().st_size > 0

@@ -123,6 +123,8 @@ def leave(code: int) -> NoReturn:
     import contextlib
     import os
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or debugger reports once the program has returned
     threading = sys.modules.get("threading")  # not imported: no thread was started with it
     if threading is not None and any(
         thread.is_alive() and not thread.daemon and thread is not threading.main_thread()
