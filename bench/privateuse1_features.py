@@ -123,7 +123,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     try:
-        privateuse1_floor._install(args.build_dir)
+        privateuse1_floor.install_device(args.build_dir)
     except Exception as exc:  # no compiler, no ninja: say so
         print(f"privateuse1_features: cannot build the extension: {exc}", file=sys.stderr)
         return 2

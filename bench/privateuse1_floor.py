@@ -63,7 +63,7 @@ def build(build_dir: Path) -> Any:
     )
 
 
-def _install(build_dir: Path) -> Any:
+def install_device(build_dir: Path) -> Any:
     """The extension loaded, and PrivateUse1 named `neuron` with the device module torch asks
     for."""
     import torch
@@ -97,7 +97,7 @@ def _graph_runner_backend() -> Any:
 
 def _loss_after(build_step: Any, device: str, steps: int) -> float:
     """The loss of the last of `steps` training steps from the seeded start."""
-    step = runtime_overhead._step_fn(build_step, device, None)
+    step = runtime_overhead.step_fn(build_step, device, None)
     losses = [step() for _ in range(steps)]
     return float(losses[-1].detach().cpu())
 
@@ -124,14 +124,14 @@ def _one_run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    extension = _install(args.build_dir)
+    extension = install_device(args.build_dir)
     # As the simulated device does (neuron_sim.patches): this thread runs its own backward.
     torch._C._set_multithreading_enabled(False)
     scripted = _graph_runner_backend()
     results, losses, ops = {}, {}, {}
     for name, build_step in runtime_overhead.WORKLOADS.items():
         steps = {
-            label: runtime_overhead._step_fn(
+            label: runtime_overhead.step_fn(
                 build_step, device, scripted if backend == GRAPH_RUNNER else backend
             )
             for label, device, backend in ROWS
@@ -139,7 +139,7 @@ def _one_run(args: argparse.Namespace) -> dict[str, Any]:
         before = extension.ops_run()
         steps["C++ device eager"]()
         ops[name] = extension.ops_run() - before
-        results[name] = runtime_overhead._time_round_robin(steps, args.steps, args.repeats)
+        results[name] = runtime_overhead.time_round_robin(steps, args.steps, args.repeats)
         losses[name] = {device: _loss_after(build_step, device, 5) for device in ("cpu", "neuron")}
     backward = {
         "cpu": _backward_us("cpu"),

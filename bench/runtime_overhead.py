@@ -67,7 +67,7 @@ def _mlp(device: str) -> tuple[Any, Any]:
 WORKLOADS = {"transformer": _transformer, "mlp": _mlp}
 
 
-def _step_fn(
+def step_fn(
     build: Callable[[str], tuple[Any, Any]], device: str, compiled: str | None
 ) -> Callable[[], Any]:
     import torch
@@ -87,7 +87,7 @@ def _step_fn(
     return step
 
 
-def _time_round_robin(
+def time_round_robin(
     steps: dict[str, Callable[[], None]], count: int, repeats: int
 ) -> dict[str, dict[str, float]]:
     """Median wall and CPU ms/step of each configuration; repetitions interleave the
@@ -124,8 +124,8 @@ def _one_run(args: argparse.Namespace) -> dict[str, Any]:
     compile_backend.refuse_non_native_ops = False
     results = {}
     for name, build in WORKLOADS.items():
-        steps = {label: _step_fn(build, device, backend) for label, device, backend in ROWS}
-        results[name] = _time_round_robin(steps, args.steps, args.repeats)
+        steps = {label: step_fn(build, device, backend) for label, device, backend in ROWS}
+        results[name] = time_round_robin(steps, args.steps, args.repeats)
     from neuron_sim.install import installed_trace
 
     trace = installed_trace()

@@ -92,15 +92,16 @@ def main(argv: list[str] | None = None) -> None:
     """The console entry point. A command line of this process's own (`argv` None) goes to the
     server when one runs; a `scan` or `rewrite` run here then leaves without the interpreter's
     teardown (`leave`), as the server's children do."""
+    words = sys.argv[1:] if argv is None else argv
     if argv is None:
         from neuron_migrate.server.client import SERVED_COMMANDS, hand_over
 
-        code = hand_over(sys.argv[1:])
+        code = hand_over(words)
         if code is not None:
             sys.exit(code)
-        if sys.argv[1:2] and sys.argv[1] in SERVED_COMMANDS:
-            leave(exit_code(sys.argv[1:]))
-    run_here(sys.argv[1:] if argv is None else argv)
+        if words[:1] and words[0] in SERVED_COMMANDS:
+            leave(exit_code(words))
+    run_here(words)
 
 
 def exit_code(words: list[str]) -> int:

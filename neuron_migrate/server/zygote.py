@@ -12,7 +12,7 @@ by re-scanning the sample (about 10 ms of a re-scan of a 5,000-file tree), and i
 up while no one waits. When the spare takes a command, it tells the server, which forks the next
 spare at once (commands run side by side), and runs the command: it takes the command's working
 folder, umask, environment, argv and standard streams, runs it as `neuron-migrate` would
-(`cli.run_here`) and sends its exit code back. A spare answers PING (what the server is) and
+(`cli.exit_code`) and sends its exit code back. A spare answers PING (what the server is) and
 stays spare; it answers STOP, and RUN when a module the server loaded or a bundled data file
 changed on disk since it started (STALE), and the server stops. A spare dies with the server
 (on Linux, even a killed one); a command it took runs to its end.
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from neuron_migrate import __version__
+from neuron_migrate.cli import exit_code
 from neuron_migrate.server.location import Location, location, make_private
 from neuron_migrate.server.protocol import (
     EXITED,
@@ -185,7 +186,7 @@ class _Server:
             return
         try:
             with _silenced():
-                run_command(self.rescan)
+                exit_code(self.rescan)
         except Exception:  # its scratch folder gone, say: the spare serves, only colder
             traceback.print_exc()
         while True:
@@ -256,7 +257,7 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
         os._exit(2)
     code = 1  # what an exception that escapes gives, as in a process of its own
     try:
-        code = run_command(sys.argv[1:])
+        code = exit_code(sys.argv[1:])
     except BaseException:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
@@ -267,13 +268,6 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
         with contextlib.suppress(BaseException):
             send_reply(conn, EXITED, code)
         os._exit(code & 0xFF)
-
-
-def run_command(words: list[str]) -> int:
-    """The exit code of `neuron-migrate WORDS` run in this process."""
-    from neuron_migrate.cli import exit_code
-
-    return exit_code(words)
 
 
 def _reopen_streams(streams: list[tuple[str, str]]) -> None:
@@ -353,9 +347,9 @@ def _warm_up(scratch: Path) -> list[str]:
     cache = str(scratch / "cache")
     scan = ["scan", "--format", "json", "-j", "1", "--cache-dir", cache, str(root)]
     with _silenced():
-        run_command(scan)
-        run_command(scan)
-        run_command(["rewrite", "-j", "1", "--cache-dir", cache, str(root)])
+        exit_code(scan)
+        exit_code(scan)
+        exit_code(["rewrite", "-j", "1", "--cache-dir", cache, str(root)])
     return scan
 
 

@@ -14,6 +14,16 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+def _bench(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python bench/SCRIPT ARGS`, its output captured."""
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def test_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
     sys.path.insert(0, str(BENCH))
     try:
@@ -34,26 +44,10 @@ def test_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
 
 
 def test_bench_prints_the_table(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "scan_bench.py"),
-            "--corpora",
-            "b",
-            "--files",
-            "24",
-            "--runs",
-            "1",
-            "--jobs",
-            "2",
-            "--skip",
-            "torchfix,libcst",
-            "--workdir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = _bench(
+        "scan_bench.py",
+        *("--corpora", "b", "--files", "24", "--runs", "1", "--jobs", "2"),
+        *("--skip", "torchfix,libcst", "--workdir", str(tmp_path)),
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -78,15 +72,9 @@ def test_bench_prints_the_table(tmp_path: Path) -> None:
 
 
 def test_in_process_rescans_print_both_ways(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "rescan_in_process.py"),
-            *("--files", "24", "--runs", "1", "--jobs", "2", "--workdir", str(tmp_path)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = _bench(
+        "rescan_in_process.py",
+        *("--files", "24", "--runs", "1", "--jobs", "2", "--workdir", str(tmp_path)),
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -134,14 +122,9 @@ needs_extensions = pytest.mark.skipif(
 @pytest.mark.slow
 @needs_extensions
 def test_privateuse1_floor_builds_trains_and_prints(floor_build: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "privateuse1_floor.py"),
-            *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(floor_build)),
-        ],
-        capture_output=True,
-        text=True,
+    done = _bench(
+        "privateuse1_floor.py",
+        *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(floor_build)),
         timeout=900,
     )
     assert done.returncode == 0, done.stderr
@@ -162,12 +145,7 @@ def test_privateuse1_floor_builds_trains_and_prints(floor_build: Path) -> None:
 @pytest.mark.slow
 @needs_extensions
 def test_privateuse1_features_says_what_works_and_what_fails(floor_build: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "privateuse1_features.py"), "--build-dir", str(floor_build)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = _bench("privateuse1_features.py", "--build-dir", str(floor_build), timeout=900)
     assert done.returncode == 0, done.stderr
     verdicts = {
         line[:50].strip(): line[50:].strip().split(":")[0] for line in done.stdout.splitlines()

@@ -82,6 +82,13 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
+def _wait_until_stopped(env: dict[str, str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _status(env)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _status(env)["running"]
+
+
 def _served_count(env: dict[str, str]) -> int:
     return int(str(_status(env)["served"]))
 
@@ -200,10 +207,7 @@ def test_a_change_on_disk_stops_the_server_and_the_command_runs_by_itself(
     finally:
         os.utime(data_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
-    deadline = time.monotonic() + 10
-    while _status(server)["running"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _status(server)["running"]
+    _wait_until_stopped(server, 10)
 
 
 def test_stop_status_and_a_second_start(server: dict[str, str]) -> None:
@@ -222,10 +226,7 @@ def test_stop_status_and_a_second_start(server: dict[str, str]) -> None:
 
 def test_an_idle_server_stops(env: dict[str, str]) -> None:
     assert _cli("server", "start", "--idle-timeout", "1", env=env).returncode == 0
-    deadline = time.monotonic() + 20
-    while _status(env)["running"] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _status(env)["running"]
+    _wait_until_stopped(env, 20)
 
 
 def test_a_left_socket_or_a_folder_others_may_enter_is_passed_over(
@@ -289,10 +290,7 @@ def test_a_killed_server_leaves_no_spare_and_commands_run_by_themselves(
 ) -> None:
     _project(tmp_path)
     os.kill(int(str(_status(server)["pid"])), signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _status(server)["running"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _status(server)["running"]  # its spare went with it
+    _wait_until_stopped(server, 10)  # its spare went with it
     alone = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path, served=False)
     done = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
