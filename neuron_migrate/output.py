@@ -13,17 +13,68 @@ from pathlib import Path
 
 from neuron_migrate.row_store import StoredBytes
 
+TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import BinaryIO
+
 Chunk = str | bytes | memoryview | StoredBytes
 
 
 def write_output(text: str | Iterable[Chunk], path: Path | None) -> None:
     """Write `text`, or its pieces in order, to stdout or atomically to `path`. Byte pieces
     (UTF-8) go to stdout's buffer as they are, without a decode and encode."""
-    chunks = (text,) if isinstance(text, str) else text
-    if path is None:
-        _write_stdout(chunks)
-        return
-    atomic_write_text(path, chunks)
+    with Sink(path) as sink:
+        sink.write((text,) if isinstance(text, str) else text)
+
+
+def atomic_write_text(path: Path, text: str | Iterable[Chunk]) -> None:
+    write_output(text, path)
+
+
+class Sink:
+    """A report being written, in one or more calls of `write`: to stdout as it comes, or to
+    a temporary file beside `path` that replaces `path` when the block ends without an error
+    (and is deleted when it ends with one)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._temporary: str | None = None
+        self._file: BinaryIO | None = None
+        if path is not None:
+            import tempfile  # here: a report to stdout does not load it (nor `random` with it)
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, self._temporary = tempfile.mkstemp(
+                dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+            )
+            self._file = os.fdopen(fd, "wb")
+
+    def write(self, chunks: Iterable[Chunk]) -> None:
+        """Append `chunks`. One thread at a time."""
+        if self._file is None:
+            _write_stdout(chunks)
+        else:
+            _write_file(self._file, chunks)
+
+    def __enter__(self) -> Sink:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._file is None or self._temporary is None:
+            return
+        try:
+            self._file.close()
+            if kind is None:
+                os.replace(self._temporary, self._path)  # type: ignore[arg-type]
+        finally:
+            if os.path.exists(self._temporary):
+                os.unlink(self._temporary)
 
 
 def _write_stdout(chunks: Iterable[Chunk]) -> None:
@@ -47,29 +98,18 @@ def _write_stdout(chunks: Iterable[Chunk]) -> None:
             buffer.write(chunk if not isinstance(chunk, StoredBytes) else bytes(chunk))
 
 
+def _write_file(handle: BinaryIO, chunks: Iterable[Chunk]) -> None:
+    for chunk in chunks:
+        if isinstance(chunk, StoredBytes):
+            handle.flush()
+            chunk.copy_to(handle.fileno())
+        else:
+            handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+    handle.flush()  # a later `write` may come from another thread
+
+
 def _descriptor(stream: object) -> int | None:
     try:
         return stream.fileno()  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):  # a stream with no descriptor of its own
         return None
-
-
-def atomic_write_text(path: Path, text: str | Iterable[Chunk]) -> None:
-    import tempfile  # here: a report to stdout does not load it (nor `random` with it)
-
-    chunks = (text,) if isinstance(text, str) else text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                if isinstance(chunk, StoredBytes):
-                    handle.flush()
-                    chunk.copy_to(fd)
-                else:
-                    handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

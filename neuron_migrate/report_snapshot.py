@@ -18,6 +18,10 @@ tool, the data, the config, the flags): another digest means a full scan, which 
 Signatures follow the stat index's rules (`neuron_migrate.stat_index`): a file that had not
 settled when it was read is scanned again every time. Past `MAX_SPLICED_FILES` changed files,
 the full scan (with its workers) is faster.
+
+While no folder has changed, the files are statted in report order, and the report's first
+bytes -- its opening and the rows of the files found unchanged so far -- are written by a
+thread meanwhile (`neuron_migrate.report_prefix`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import pickle
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -46,11 +51,25 @@ from neuron_migrate.cache import ResultCache, default_cache_dir
 from neuron_migrate.discover import SourcePath, sources_then_notebooks
 from neuron_migrate.engine import ScanSettings
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
-from neuron_migrate.output import write_output
-from neuron_migrate.report.json_report import around_findings, framed, json_chunks, listed_rows
-from neuron_migrate.row_store import Piece, Segment, StoredBytes, write_all
+from neuron_migrate.output import Sink
+from neuron_migrate.report.json_report import (
+    around_findings,
+    framed,
+    json_chunks,
+    listed_rows,
+    opening,
+)
+from neuron_migrate.report_prefix import PrefixWriter, Rows, row_runs
+from neuron_migrate.row_store import Piece, Segment, StoredBytes, after, write_all
 from neuron_migrate.scan_data import config_digest
-from neuron_migrate.stat_index import Signature, Taken, settled, settled_before, signature
+from neuron_migrate.stat_index import (
+    Signature,
+    Taken,
+    settled,
+    settled_before,
+    signature,
+    signature_of,
+)
 
 if TYPE_CHECKING:
     from neuron_migrate.scanned import ScannedFile
@@ -61,7 +80,10 @@ MAX_SPLICED_FILES = 32
 # snapshot's rows are copied into one.
 MAX_ROW_FILES = 16
 # The layout of a snapshot; another layout is never read.
-_LAYOUT = 1
+_LAYOUT = 2
+# The stat loop of a re-scan tells the report's prefix writer how far all files are unchanged
+# once every this many files.
+_CONFIRM_EVERY = 256
 _FOLDER = "report-snapshots"
 # A row file no snapshot names is deleted once this old (until then it may be another scan's).
 _ORPHAN_AGE_S = 3600.0
@@ -76,8 +98,6 @@ class Detail(NamedTuple):
     failing: int  # how many of them fail the gate
 
 
-# A file's rows in the report: the row file, where they start in it, how long they are.
-Rows = tuple[str, int, int]
 Unmapped = tuple[tuple[str, int], ...]  # a file's unmapped APIs, in its order
 
 
@@ -93,6 +113,7 @@ class Snapshot(NamedTuple):
     details: list[bytes]  # pickled `Detail`s, read only for the files that changed
     unmapped: list[Unmapped]
     rows: list[Rows | None]  # None: no findings
+    order: list[int]  # the files' indices in report order (by display path)
     # The folders listed to find the files, and their signatures (None: not settled). While
     # none has changed, neither has the list of files in it: a re-scan need not list them.
     folders: list[str]
@@ -123,15 +144,17 @@ def _entry(
 def _columns(snapshot: Snapshot, entries: dict[str, FileEntry]) -> Snapshot:
     """`snapshot` with these files' entries."""
     values = entries.values()
+    displays = list(entries)
     return Snapshot(
         snapshot.settings,
         snapshot.report,
-        list(entries),
+        displays,
         [e.path for e in values],
         [e.signature for e in values],
         [e.detail for e in values],
         [e.unmapped for e in values],
         [e.rows for e in values],
+        sorted(range(len(displays)), key=displays.__getitem__),
         snapshot.folders,
         snapshot.folder_signatures,
     )
@@ -200,11 +223,15 @@ class SnapshotFolder:
 
     def load(self, settings: str) -> Snapshot | None:
         """The scope's snapshot if it was written with these settings and can be read."""
-        try:
-            with open(self.folder / f"{self.scope}.pickle", "rb") as handle:
-                snapshot = pickle.load(handle)
-        except Exception:  # none, or written by another build: scan in full
-            return None
+        path = os.path.abspath(self.folder / f"{self.scope}.pickle")
+        used.append(path)
+        snapshot = _taken_ahead(path)
+        if snapshot is None:
+            try:
+                with open(path, "rb") as handle:
+                    snapshot = pickle.load(handle)
+            except Exception:  # none, or written by another build: scan in full
+                return None
         if not isinstance(snapshot, Snapshot) or snapshot.settings != settings:
             return None
         return snapshot
@@ -214,6 +241,13 @@ class SnapshotFolder:
         if found is None:
             found = self._opened[name] = Segment(self.folder / name)
         return found
+
+    def stored(self, name: str, start: int, length: int) -> StoredBytes:
+        """The bytes at `start` of the row file `name`; OSError when it is shorter."""
+        segment = self.segment(name)
+        if start + length > segment.size:
+            raise OSError(f"row file {name} is shorter than its snapshot says")
+        return StoredBytes(segment, start, length)
 
     def new_rows(self) -> tuple[str, int]:
         """A new row file: its name and a descriptor open to write it."""
@@ -243,6 +277,44 @@ class SnapshotFolder:
             with contextlib.suppress(OSError):  # held open on Windows: a later scan deletes it
                 if path.name in dropped or now - path.stat().st_mtime > _ORPHAN_AGE_S:
                     path.unlink()
+
+
+# The snapshot files this process looked for: what a server's spare reads ahead next.
+used: list[str] = []
+# Snapshots read before a scan asked for them, by file, with the signature the file had: a
+# server's spare reads those its last commands used while it waits for the next (`read_ahead`).
+# A scan takes one only while its file still has that signature. A snapshot file is never
+# written in place, only replaced (by rename), so another snapshot has another signature.
+_read_ahead: dict[str, tuple[Signature, Snapshot]] = {}
+
+
+def read_ahead(paths: Iterable[str]) -> None:
+    """Read the snapshots at `paths` ahead, unless read already and unchanged since; forget
+    the others."""
+    kept: dict[str, tuple[Signature, Snapshot]] = {}
+    for path in paths:
+        known = _read_ahead.get(path)
+        if known is not None and known[0] == signature(path):
+            kept[path] = known
+            continue
+        try:
+            with open(path, "rb") as handle:
+                sig = signature_of(os.fstat(handle.fileno()))
+                snapshot = pickle.load(handle)
+        except Exception:  # none (yet), or not a snapshot: the scan reads what is there
+            continue
+        if isinstance(snapshot, Snapshot):
+            kept[path] = (sig, snapshot)
+    _read_ahead.clear()
+    _read_ahead.update(kept)
+
+
+def _taken_ahead(path: str) -> Snapshot | None:
+    """The snapshot at `path` as read ahead, if the file has not changed since."""
+    known = _read_ahead.pop(path, None)
+    if known is None or signature(path) != known[0]:
+        return None
+    return known[1]
 
 
 def _row_files(snapshot: Snapshot) -> set[str]:
@@ -320,12 +392,12 @@ def recorded(
     empty = Snapshot(
         settings,
         _totals_of(report),
-        *([], [], [], [], [], []),
+        *([], [], [], [], [], [], []),
         recorder.folders,
         recorder.folder_signatures,
     )
     snapshot = _columns(empty, recorder.entries(report))
-    at = {display: index for index, display in enumerate(snapshot.displays)}
+    at = _positions(snapshot)
     _with_rows(report, snapshot, at, report.files, folder)
     return Written(report, _report_pieces(report, snapshot, folder), snapshot)
 
@@ -373,30 +445,63 @@ def _changes(
     return Changes(changed, vanished, not appeared and not vanished)
 
 
+def _edits(
+    snapshot: Snapshot, files: list[SourcePath], taken: Taken, prefix: PrefixWriter | None
+) -> Changes | None:
+    """`_changes` when the files are the snapshot's own (no folder changed), so that only
+    edits are possible. The files are statted in report order, and `prefix` is told how far
+    they are all as they were."""
+    signatures, paths, order = snapshot.signatures, snapshot.paths, snapshot.order
+    edited: list[int] = []
+    for block in range(0, len(order), _CONFIRM_EVERY):
+        for position, index in enumerate(order[block : block + _CONFIRM_EVERY], block):
+            sig = taken.signature(paths[index])
+            if sig is not None and signatures[index] == sig:
+                continue
+            if not edited and prefix is not None:
+                prefix.confirm(position)
+            edited.append(index)
+            if len(edited) > MAX_SPLICED_FILES:
+                return None
+        if not edited and prefix is not None:
+            prefix.confirm(min(block + _CONFIRM_EVERY, len(order)))
+    edited.sort()  # the order a scan takes them
+    changed = {
+        files[i].display: (files[i], settled(taken.signature(paths[i]), taken.before))
+        for i in edited
+    }
+    return Changes(changed, [], True)
+
+
 def spliced(
     snapshot: Snapshot,
     plan: ScanPlan,
     folder: SnapshotFolder,
     scan_changed: ScanChanged,
     started: float,
+    prefix: PrefixWriter | None = None,
 ) -> Written | Listing:
     """The report of a re-scan made from `snapshot` (which it changes), the files that
     changed scanned by `scan_changed`; when too many changed, or a row file is gone, the
-    files as it listed them, for a full scan."""
+    files as it listed them, for a full scan. While no folder has changed, `prefix` is told
+    how far the files are unchanged."""
     taken = Taken()
-    files = _files_if_no_folder_changed(snapshot)
     folders = snapshot.folders
     relisted = False  # and the folders' signatures changed: the snapshot is stored again
-    if files is None:
+    files = _files_if_no_folder_changed(snapshot)
+    if files is not None:
+        found = _edits(snapshot, files, taken, prefix)
+        at = _positions(snapshot)  # while the prefix is copied
+    else:
         folders = []
         files = select_files(plan, folders=folders)
         folder_signatures = _folder_signatures(folders)
         if (folders, folder_signatures) != (snapshot.folders, snapshot.folder_signatures):
             snapshot = snapshot._replace(folders=folders, folder_signatures=folder_signatures)
             relisted = True
+        at = _positions(snapshot)
+        found = _changes(snapshot, files, at, taken)
     listing = Listing(files, folders, taken)
-    at = {display: index for index, display in enumerate(snapshot.displays)}
-    found = _changes(snapshot, files, at, taken)
     if found is None:
         return listing
     report = snapshot.report
@@ -411,7 +516,7 @@ def spliced(
                 _replace_entries(snapshot, at, fresh)
             else:
                 snapshot = _columns(snapshot, _entries_after(snapshot, files, at, fresh))
-                at = {display: index for index, display in enumerate(snapshot.displays)}
+                at = _positions(snapshot)
             _with_rows(report, snapshot, at, tables, folder)
             snapshot = snapshot._replace(report=_totals_of(report))
         report.files_total = report.files_done = len(files)
@@ -421,6 +526,11 @@ def spliced(
     except OSError:  # a row file gone or cut short: scan in full
         return listing
     return Written(report, pieces, snapshot if dropped or relisted else None)
+
+
+def _positions(snapshot: Snapshot) -> dict[str, int]:
+    """Each file's index in `snapshot`, by display path."""
+    return {display: index for index, display in enumerate(snapshot.displays)}
 
 
 def _files_if_no_folder_changed(snapshot: Snapshot) -> list[SourcePath] | None:
@@ -521,7 +631,7 @@ def _with_rows(
     def stored(index: int) -> list[Piece]:
         place = rows[index]
         assert place is not None  # in report order: it has rows
-        return [_stored(folder, *place)]
+        return [folder.stored(*place)]
 
     _new_row_file(folder, rows, ((index, stored(index)) for index in _report_order(snapshot)))
 
@@ -550,9 +660,8 @@ def _new_row_file(
 
 def _report_order(snapshot: Snapshot) -> list[int]:
     """The files with findings, in the order the report lists them (by path)."""
-    listed = [index for index, place in enumerate(snapshot.rows) if place is not None]
-    displays = snapshot.displays
-    return sorted(listed, key=displays.__getitem__)
+    rows = snapshot.rows
+    return [index for index in snapshot.order if rows[index] is not None]
 
 
 def _path(table: FileFindings) -> str:
@@ -563,33 +672,7 @@ def _report_pieces(report: ScanReport, snapshot: Snapshot, folder: SnapshotFolde
     """The JSON report (`json_report.json_chunks`'s text), its rows copied from row files a
     run of files at a time. OSError when a row file is shorter than the snapshot says."""
     head, tail = around_findings(report)
-    return list(framed(head, tail, _row_runs(snapshot, folder)))
-
-
-def _row_runs(snapshot: Snapshot, folder: SnapshotFolder) -> list[Piece]:
-    """The rows of the files with findings, in report order, joined by ROW_SEPARATOR: rows
-    next to each other in a row file as one run. (What `row_store.coalesced` makes of one
-    stored piece a file, gathered on the snapshot's places instead: a third of the time.)"""
-    pieces: list[Piece] = []
-    run: list[Any] | None = None  # [name, start, end] of the run being gathered
-    for index in _report_order(snapshot):
-        name, start, length = snapshot.rows[index]  # type: ignore[misc]  # listed: not None
-        if run is not None and run[0] == name and run[2] + len(ROW_SEPARATOR) == start:
-            run[2] = start + length
-            continue
-        if run is not None:
-            pieces += [_stored(folder, run[0], run[1], run[2] - run[1]), ROW_SEPARATOR]
-        run = [name, start, start + length]
-    if run is not None:
-        pieces.append(_stored(folder, run[0], run[1], run[2] - run[1]))
-    return pieces
-
-
-def _stored(folder: SnapshotFolder, name: str, start: int, length: int) -> StoredBytes:
-    segment = folder.segment(name)
-    if start + length > segment.size:
-        raise OSError(f"row file {name} is shorter than its snapshot says")
-    return StoredBytes(segment, start, length)
+    return list(framed(head, tail, row_runs(_report_order(snapshot), snapshot.rows, folder.stored)))
 
 
 def _write_pieces(fd: int, pieces: Iterable[Piece]) -> int:
@@ -621,41 +704,61 @@ def scan_json(
     folder = SnapshotFolder(cache_dir, plan)
     last = folder.load(settings)
     last_rows = _row_files(last) if last is not None else set()  # before a splice changes it
-    outcome = None
-    if last is not None:
-        outcome = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started)
-    if isinstance(outcome, Written):
-        written = outcome
-    else:
-        recorder = Recorder()
-        report = scan_planned(
-            plan,
-            jobs=jobs,
-            cache_dir=cache_dir,
-            on_progress=on_progress,
-            observer=recorder,
-            listing=outcome,  # as the splice that gave up listed them
-        )
+    with Sink(output) as sink:
+        outcome, skip = None, 0  # `skip`: the bytes of the report written ahead
+        if last is not None:
+            outcome, skip = _spliced_writing_ahead(last, plan, folder, cache_dir, started, sink)
+        if isinstance(outcome, Written):
+            written = outcome
+        else:
+            recorder = Recorder()
+            report = scan_planned(
+                plan,
+                jobs=jobs,
+                cache_dir=cache_dir,
+                on_progress=on_progress,
+                observer=recorder,
+                listing=outcome,  # as the splice that gave up listed them
+            )
+            try:
+                written = recorded(report, recorder, settings, folder)
+            except OSError:  # no room for the snapshot: the report as a scan writes it
+                sink.write(after(json_chunks(report), skip))
+                return report
+        if written.snapshot is None:
+            sink.write(after(written.pieces, skip))
+            return written.report
+        # The snapshot is stored while the report is written: pickling it holds the
+        # interpreter, copying the rows (`copy_file_range`) does not. The rows it copies are
+        # open already, so the row files that storing deletes stay readable.
+        store = threading.Thread(target=_store_quietly, args=(folder, written.snapshot, last_rows))
+        store.start()
         try:
-            written = recorded(report, recorder, settings, folder)
-        except OSError:  # no room for the snapshot: the report as a scan writes it
-            write_output(json_chunks(report), output)
-            return report
-    if written.snapshot is None:
-        write_output(written.pieces, output)
+            sink.write(after(written.pieces, skip))
+        finally:
+            store.join()
         return written.report
-    # The snapshot is stored while the report is written: pickling it holds the interpreter,
-    # copying the rows (`copy_file_range`) does not. The rows it copies are open already, so
-    # the row files that storing deletes stay readable.
-    import threading
 
-    store = threading.Thread(target=_store_quietly, args=(folder, written.snapshot, last_rows))
-    store.start()
+
+def _spliced_writing_ahead(
+    last: Snapshot,
+    plan: ScanPlan,
+    folder: SnapshotFolder,
+    cache_dir: Path,
+    started: float,
+    sink: Sink,
+) -> tuple[Written | Listing, int]:
+    """`spliced`, and the first bytes of the report written to `sink` meanwhile (the opening
+    and the rows of the files before the first changed one: the start of the report that a
+    splice or a full scan writes); with how many bytes that was."""
+    prefix = PrefixWriter(sink, opening(last.report), last.order, last.rows, folder.stored)
     try:
-        write_output(written.pieces, output)
-    finally:
-        store.join()
-    return written.report
+        outcome = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started, prefix)
+    except BaseException:
+        with contextlib.suppress(BaseException):  # the error that matters is this one
+            prefix.stop()
+        raise
+    return outcome, prefix.stop()
 
 
 def _store_quietly(folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str]) -> None:

@@ -156,3 +156,13 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def after(pieces: Iterable[Piece], skipped: int) -> Iterator[Piece]:
+    """`pieces` without their first `skipped` bytes."""
+    for piece in pieces:
+        if skipped >= len(piece):
+            skipped -= len(piece)
+            continue
+        yield piece[skipped:] if skipped else piece
+        skipped = 0

@@ -39,6 +39,10 @@ def signature(path: str) -> Signature | None:
         st = os.stat(path)
     except OSError:
         return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)  # inline: hot
+
+
+def signature_of(st: os.stat_result) -> Signature:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 

@@ -29,15 +29,7 @@ def scan_to_dict(report: ScanReport) -> dict[str, Any]:
 
 def _document(report: ScanReport) -> dict[str, Any]:
     return {
-        "schema_version": SCHEMA_VERSION,
-        "tool_version": __version__,
-        "target": report.target,
-        "torch_version": report.torch_version,
-        "root": report.root,
-        "base": report.base,
-        "config": report.config_path,
-        "shard": {"index": report.shard[0], "count": report.shard[1]} if report.shard else None,
-        "changed_since": report.changed_since,
+        **_leading(report),
         "findings": [],
         "suppressed": [
             s.to_json() for s in sorted(report.suppressed, key=lambda s: _order(s.finding))
@@ -49,6 +41,21 @@ def _document(report: ScanReport) -> dict[str, Any]:
         "errors": [e.to_json() for e in sorted(report.errors, key=lambda e: e.path)],
         "skipped": sorted(report.skipped, key=lambda s: s["path"]),
         "summary": summarize(report),
+    }
+
+
+def _leading(report: ScanReport) -> dict[str, Any]:
+    """What comes before the findings: the scan's settings, none of its results."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool_version": __version__,
+        "target": report.target,
+        "torch_version": report.torch_version,
+        "root": report.root,
+        "base": report.base,
+        "config": report.config_path,
+        "shard": {"index": report.shard[0], "count": report.shard[1]} if report.shard else None,
+        "changed_since": report.changed_since,
     }
 
 
@@ -103,16 +110,29 @@ def framed(head: bytes, tail: bytes, rows: Iterable[Piece]) -> Iterator[Piece]:
     if first is None:
         yield head + b"[]" + tail + b"\n"
         return
-    yield head + b"[\n    "
+    yield head + _OPEN
     yield first
     yield from pieces
     yield b"\n  ]" + tail + b"\n"
+
+
+_OPEN = b"[\n    "  # between the head and the first finding
 
 
 def around_findings(report: ScanReport) -> tuple[bytes, bytes]:
     """The document, indented, before and after the findings list."""
     data = _document(report)
     data["findings"] = _FINDINGS_SLOT
+    return _split_at_findings(data)
+
+
+def opening(report: ScanReport) -> bytes:
+    """What `framed` writes before the first finding of a report that has findings. It depends
+    on the scan's settings alone: the same for every scan with the same settings."""
+    return _split_at_findings({**_leading(report), "findings": _FINDINGS_SLOT})[0] + _OPEN
+
+
+def _split_at_findings(data: dict[str, Any]) -> tuple[bytes, bytes]:
     # Thousands of unmapped APIs on a large tree: json's indenting encoder (pure Python) would
     # take milliseconds over them.
     text = indented_json.dumps(data, ensure_ascii=True)  # json escapes the rest

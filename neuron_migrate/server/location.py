@@ -25,7 +25,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Location:
-    """The folder, the socket, the lock and the log of this installation's server."""
+    """The folder, the socket, the lock, the log and the snapshot list of this installation's
+    server."""
 
     def __init__(self, folder: str) -> None:
         interpreter = os.path.realpath(sys.executable)
@@ -38,6 +39,8 @@ class Location:
         self.socket = os.path.join(folder, stem + ".sock")
         self.lock = os.path.join(folder, stem + ".lock")
         self.log = os.path.join(folder, stem + ".log")
+        # The report snapshots the last commands used, for the spare to read ahead.
+        self.snapshots = os.path.join(folder, stem + ".snapshots")
 
 
 def server_folder() -> str:

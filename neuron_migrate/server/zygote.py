@@ -16,6 +16,10 @@ folder, umask, environment, argv and standard streams, runs it as `neuron-migrat
 stays spare; it answers STOP, and RUN when a module the server loaded or a bundled data file
 changed on disk since it started (STALE), and the server stops. A spare dies with the server
 (on Linux, even a killed one); a command it took runs to its end.
+
+Each command adds the JSON report snapshots it used (`neuron_migrate.report_snapshot`) to a
+list beside the socket; a spare that waits reads the listed ones ahead whenever the list
+changes, so that the next re-scan of the same tree need not read its snapshot.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from neuron_migrate import __version__
+from neuron_migrate import __version__, report_snapshot
 from neuron_migrate.cli import exit_code
 from neuron_migrate.server.location import Location, location, make_private
 from neuron_migrate.server.protocol import (
@@ -52,10 +56,16 @@ from neuron_migrate.server.protocol import (
     receive_request,
     send_reply,
 )
+from neuron_migrate.stat_index import Signature, signature
 
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
 _REQUEST_TIMEOUT_S = 5.0  # for a client to send its whole request
 _SPARE_FAILURES = 3  # spares that die one after another before taking a command: stop
+# A spare waiting for a command looks this often (a stat) whether the list of the report
+# snapshots the last commands used has changed, and reads them ahead if so: a re-scan through
+# the server then need not read its snapshot (milliseconds on a large tree).
+_READ_AHEAD_EVERY_S = 0.2
+_LISTED_SNAPSHOTS = 2  # the last commands' (each holds the report of one tree)
 
 # What a spare tells the server, one byte on its pipe (the pipe's end: it died).
 _TOOK_RUN, _PINGED, _STOPPING = b"r", b"p", b"t"
@@ -91,7 +101,7 @@ def serve(idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, where: Location | None
                 listener.bind(where.socket)
                 os.chmod(where.socket, 0o600)
                 listener.listen(64)
-                _Server(listener, lock, rescan, idle_timeout_s).loop()
+                _Server(listener, lock, rescan, idle_timeout_s, where.snapshots).loop()
             finally:
                 listener.close()
                 with contextlib.suppress(FileNotFoundError):
@@ -107,13 +117,19 @@ class _Spare(NamedTuple):
 
 class _Server:
     def __init__(
-        self, listener: socket.socket, lock: int, rescan: list[str], idle_timeout_s: float
+        self,
+        listener: socket.socket,
+        lock: int,
+        rescan: list[str],
+        idle_timeout_s: float,
+        snapshots: str,
     ) -> None:
         self.listener = listener
         self.lock = lock  # a child that kept it would hold the lock after the server stopped
         self.pid = os.getpid()
         self.rescan = rescan  # what a spare runs before it accepts
         self.idle_timeout_s = idle_timeout_s
+        self.snapshots = snapshots  # the list of the snapshots commands used last
         self.stamp = code_stamp()
         self.started = time.time()
         self.served = 0
@@ -189,7 +205,12 @@ class _Server:
                 exit_code(self.rescan)
         except Exception:  # its scratch folder gone, say: the spare serves, only colder
             traceback.print_exc()
+        listed: Signature | None = None  # of the snapshot list, when last read
         while True:
+            ready, _, _ = select.select([self.listener], [], [], _READ_AHEAD_EVERY_S)
+            if not ready:
+                listed = _read_ahead(self.snapshots, listed)
+                continue
             conn, _address = self.listener.accept()
             with conn:
                 conn.settimeout(_REQUEST_TIMEOUT_S)
@@ -204,7 +225,7 @@ class _Server:
                         _on_parent_death(0)  # the command runs to its end
                         os.write(notify, _TOOK_RUN)
                         self.listener.close()
-                        _run_child(conn, payload, fds)  # never returns
+                        _run_child(conn, payload, fds, self.snapshots)  # never returns
                     kind = STALE
                 for fd in fds:
                     os.close(fd)
@@ -232,9 +253,12 @@ class _Server:
         }
 
 
-def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> None:
+def _run_child(
+    conn: socket.socket, payload: dict[str, Any], fds: list[int], snapshots: str
+) -> None:
     """Become the command's process and run it. If that fails before the command has been
-    told it started (its folder gone, say), it is told nothing and runs by itself."""
+    told it started (its folder gone, say), it is told nothing and runs by itself. Then add
+    the report snapshots it used to the list at `snapshots`."""
     try:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
@@ -256,6 +280,7 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
     except BaseException:
         os._exit(2)
     code = 1  # what an exception that escapes gives, as in a process of its own
+    report_snapshot.used.clear()  # the spare's own re-scan
     try:
         code = exit_code(sys.argv[1:])
     except BaseException:
@@ -267,7 +292,37 @@ def _run_child(conn: socket.socket, payload: dict[str, Any], fds: list[int]) -> 
                 stream.flush()
         with contextlib.suppress(BaseException):
             send_reply(conn, EXITED, code)
+        with contextlib.suppress(BaseException):
+            _list_snapshots(snapshots, report_snapshot.used)
         os._exit(code & 0xFF)
+
+
+def _list_snapshots(listing: str, used: list[str]) -> None:
+    """Put the report snapshots a command `used` first in the list at `listing`."""
+    if not used:
+        return
+    try:
+        listed = Path(listing).read_text().splitlines()
+    except OSError:
+        listed = []
+    paths = list(dict.fromkeys([*reversed(used), *listed]))[:_LISTED_SNAPSHOTS]
+    temporary = f"{listing}.{os.getpid()}.tmp"
+    Path(temporary).write_text("".join(f"{path}\n" for path in paths))
+    os.replace(temporary, listing)
+
+
+def _read_ahead(listing: str, last: Signature | None) -> Signature | None:
+    """Read ahead the report snapshots listed at `listing` if the list has changed since it
+    had the signature `last`; the signature it has now."""
+    now = signature(listing)
+    if now is None or now == last:
+        return now
+    try:
+        paths = Path(listing).read_text().splitlines()
+    except OSError:
+        return None
+    report_snapshot.read_ahead(paths)
+    return now
 
 
 def _reopen_streams(streams: list[tuple[str, str]]) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, report_snapshot, stat_index
+from neuron_migrate import api, report_prefix, report_snapshot, stat_index
 from neuron_migrate.api import ScanPlan, ScanReport
 from neuron_migrate.discover import SourcePath
 from tests.cli import invoke
@@ -350,3 +350,101 @@ def test_concurrent_spliced_scans_sharing_a_cache_each_write_a_full_report(
     full = subprocess.run([*command, "--no-cache", str(tree)], capture_output=True, text=True)
     for report in [*reports, subprocess.run(with_cache, capture_output=True, text=True).stdout]:
         assert _without_timing(report) == _without_timing(full.stdout)
+
+
+@pytest.fixture
+def written_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each spliced scan wrote while it was still statting the tree (told after each
+    file, not each block, so that a small tree writes ahead too)."""
+    monkeypatch.setattr(report_snapshot, "_CONFIRM_EVERY", 1)
+    counts: list[int] = []
+    real = report_prefix.PrefixWriter.stop
+
+    def stop(writer: report_prefix.PrefixWriter) -> int:
+        counts.append(real(writer))
+        return counts[-1]
+
+    monkeypatch.setattr(report_prefix.PrefixWriter, "stop", stop)
+    return counts
+
+
+def _in_report_order(tree: Path) -> list[str]:
+    return sorted(str(p.relative_to(tree)) for p in [*tree.rglob("*.py"), *tree.rglob("*.ipynb")])
+
+
+def test_the_report_is_written_ahead_up_to_the_first_changed_file(
+    tmp_path: Path, full_scans: list[str], written_ahead: list[int]
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    report = _agrees(tree, cache)
+    text = _scan(tree, cache)[1].encode()  # nothing changed: every finding ahead
+    assert written_ahead[-1] == text.index(b'\n  ],\n  "suppressed"')
+    order = _in_report_order(tree)
+    with_rows = sorted({f["path"] for f in report["findings"]})
+    first, middle, last = with_rows[0], with_rows[len(with_rows) // 2], with_rows[-1]
+    for edited in (first, middle, last, "empty.py"):
+        _append(tree / edited, XLA)
+        full = _full(tree)[1]
+        _agrees(tree, cache)
+        # Ahead: the opening, and each file's rows up to the first changed one.
+        before = [p for p in with_rows if order.index(p) < order.index(edited)]
+        if not before:
+            assert written_ahead[-1] == 0, edited
+            continue
+        ahead = full.encode()[: written_ahead[-1]].decode()
+        assert ahead.endswith("}"), edited  # a whole row
+        assert f'"path": "{before[-1]}"' in ahead.splitlines()[-1], edited
+    assert len(full_scans) == 1
+
+
+def test_a_splice_that_gives_up_after_writing_ahead_writes_the_rest_of_a_full_scan(
+    tmp_path: Path,
+    full_scans: list[str],
+    written_ahead: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(report_snapshot, "MAX_SPLICED_FILES", 1)
+    tree, cache, out = _tree(tmp_path), tmp_path / "cache", tmp_path / "report.json"
+    _agrees(tree, cache)
+    for name in ("projects/mlp_single/train.py", "quiet.py"):  # in place: no folder changes
+        _append(tree / name, XLA)
+    _agrees(tree, cache)
+    assert len(full_scans) == 2 and written_ahead[-1] > 0
+    _append(tree / "quiet.py", "\n")
+    _append(tree / "projects/mlp_single/train.py", "\n")
+    code, stdout = _scan(tree, cache, "-o", str(out))
+    assert stdout == "" and len(full_scans) == 3 and written_ahead[-1] > 0
+    assert (code, _without_timing(out.read_text())) == _full_without_timing(tree)
+
+
+def _full_without_timing(tree: Path) -> tuple[int, str]:
+    code, report = _full(tree)
+    return code, _without_timing(report)
+
+
+def test_a_snapshot_read_ahead_is_taken_while_its_file_is_unchanged(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    report_snapshot.used.clear()
+    _agrees(tree, cache)
+    (path,) = report_snapshot.used  # the snapshot file this scan looked for, as it wrote it
+    assert Path(path).is_absolute() and Path(path).exists()
+    report_snapshot.read_ahead([path, str(tmp_path / "none.pickle")])
+    loads: list[object] = []
+    real_load = pickle.load
+
+    def counted_load(handle: object) -> object:
+        loads.append(handle)
+        return real_load(handle)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_snapshot.pickle, "load", counted_load)
+    _append(tree / "analyze/alias_as.py", XLA)
+    _agrees(tree, cache)  # spliced into the snapshot read ahead, not read again
+    assert loads == [] and len(full_scans) == 1
+    report_snapshot.read_ahead([path])  # the file was replaced: read again
+    assert len(loads) == 1
+    Path(path).write_bytes(Path(path).read_bytes())  # changed after it was read ahead
+    _append(tree / "analyze/alias_as.py", "\n")
+    _agrees(tree, cache)
+    assert len(loads) == 2 and len(full_scans) == 1

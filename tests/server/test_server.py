@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.resources import rules_dir
+from neuron_migrate.server import zygote
 from neuron_migrate.server.client import NO_SERVER_ENV
 from neuron_migrate.server.location import Location
 
@@ -154,6 +155,47 @@ def test_the_commands_environment_reaches_the_server(
     files = json.loads(second.stdout)["summary"]["files"]
     assert json.loads(first.stdout)["summary"]["files"]["from_cache"] == 0
     assert files["from_cache"] == files["analyzed"] > 0
+
+
+def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    root = _project(tmp_path)
+    scan = ["scan", "--format", "json", "--cache-dir", "cache", "project"]
+    _cli(*scan, env=server, cwd=tmp_path)
+    (listed,) = Path(Location(server["NEURON_MIGRATE_SERVER_DIR"]).snapshots).read_text().split()
+    assert Path(listed).parent == tmp_path / "cache" / "report-snapshots"  # absolute
+    assert Path(listed).exists()
+    for edit in range(2):
+        time.sleep(0.5)  # the spare reads it ahead meanwhile
+        (root / "extra.py").write_text(XLA + f"# edit {edit}\n")
+        served = _cli(*scan, env=server, cwd=tmp_path)
+        full = _cli(*scan[:3], "--no-cache", "project", env=server, cwd=tmp_path, served=False)
+        assert served.returncode == full.returncode
+        assert _without_cached(served.stdout) == _without_cached(full.stdout)
+
+
+def _without_cached(report: str) -> dict[str, object]:
+    data = _without_elapsed(report)
+    data["summary"]["files"].pop("from_cache")  # type: ignore[index]
+    return data
+
+
+def test_the_snapshot_list_keeps_the_last_ones_and_is_read_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing = str(tmp_path / "server.snapshots")
+    for used in (["a"], ["b", "c"], ["a"], []):
+        zygote._list_snapshots(listing, used)
+    assert Path(listing).read_text().split() == ["a", "c"]
+    read: list[list[str]] = []
+    monkeypatch.setattr(zygote.report_snapshot, "read_ahead", read.append)
+    seen = zygote._read_ahead(listing, None)
+    assert zygote._read_ahead(listing, seen) == seen and read == [["a", "c"]]
+    zygote._list_snapshots(listing, ["d"])
+    zygote._read_ahead(listing, seen)
+    assert read[-1] == ["d", "a"]
+    assert zygote._read_ahead(str(tmp_path / "none"), seen) is None
 
 
 def test_usage_errors_and_help_come_back_as_they_are(server: dict[str, str]) -> None:
