@@ -32,7 +32,7 @@ import os
 import pickle
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -279,8 +279,8 @@ class SnapshotFolder:
                     path.unlink()
 
 
-# The snapshot files this process looked for: what a server's spare reads ahead next.
-used: list[str] = []
+# The snapshot files this process looked for last: what a server's spare reads ahead next.
+used: deque[str] = deque(maxlen=8)
 # Snapshots read before a scan asked for them, by file, with the signature the file had: a
 # server's spare reads those its last commands used while it waits for the next (`read_ahead`).
 # A scan takes one only while its file still has that signature. A snapshot file is never

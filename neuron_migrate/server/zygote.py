@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -297,7 +297,7 @@ def _run_child(
         os._exit(code & 0xFF)
 
 
-def _list_snapshots(listing: str, used: list[str]) -> None:
+def _list_snapshots(listing: str, used: Sequence[str]) -> None:
     """Put the report snapshots a command `used` first in the list at `listing`."""
     if not used:
         return
