@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from neuron_migrate import __version__
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.findings import Finding
-from neuron_migrate.output import atomic_write_text
+from neuron_migrate.output import write_output
 
 KIND = "neuron-migrate-baseline"
 SCHEMA_VERSION = "1"
@@ -53,7 +53,7 @@ def baseline_text(findings: Iterable[Finding], target: str) -> str:
 
 def write_baseline(path: Path, findings: Iterable[Finding], target: str) -> Baseline:
     findings = list(findings)
-    atomic_write_text(path, baseline_text(findings, target))
+    write_output(baseline_text(findings, target), path)
     prints = frozenset(f.fingerprint for f in findings)
     return Baseline(str(path), prints, len(findings))
 

@@ -28,10 +28,6 @@ def write_output(text: str | Iterable[Chunk], path: Path | None) -> None:
         sink.write((text,) if isinstance(text, str) else text)
 
 
-def atomic_write_text(path: Path, text: str | Iterable[Chunk]) -> None:
-    write_output(text, path)
-
-
 class Sink:
     """A report being written, in one or more calls of `write`: to stdout as it comes, or to
     a temporary file beside `path` that replaces `path` when the block ends without an error
@@ -66,12 +62,12 @@ class Sink:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        if self._file is None or self._temporary is None:
+        if self._file is None or self._temporary is None or self._path is None:
             return
         try:
             self._file.close()
             if kind is None:
-                os.replace(self._temporary, self._path)  # type: ignore[arg-type]
+                os.replace(self._temporary, self._path)
         finally:
             if os.path.exists(self._temporary):
                 os.unlink(self._temporary)
