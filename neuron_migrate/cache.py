@@ -69,7 +69,9 @@ class ResultCache:
         self._folder = directory
         with cache_errors(directory, "open"):
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(directory / _DB_NAME)
+            # A re-scan may close it on another thread than the one that opened it, once done
+            # with it (`report_snapshot`): never used from two threads at once.
+            self._db = sqlite3.connect(directory / _DB_NAME, check_same_thread=False)
             self._db.execute("PRAGMA mmap_size = 1073741824")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB,"

@@ -21,7 +21,9 @@ the full scan (with its workers) is faster.
 
 While no folder has changed, the files are statted in report order, and the report's first
 bytes -- its opening and the rows of the files found unchanged so far -- are written by a
-thread meanwhile (`neuron_migrate.report_prefix`).
+thread meanwhile (`neuron_migrate.report_prefix`). A server's spare that read the snapshot ahead
+may also have watched its tree since (`neuron_migrate.tree_watch`): a re-scan it serves stats
+only the files the watch names.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -50,6 +51,7 @@ from neuron_migrate.api import (
 from neuron_migrate.cache import ResultCache, default_cache_dir
 from neuron_migrate.discover import SourcePath, sources_then_notebooks
 from neuron_migrate.engine import ScanSettings
+from neuron_migrate.errors import CacheError
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
 from neuron_migrate.output import Sink
 from neuron_migrate.report.json_report import (
@@ -73,6 +75,7 @@ from neuron_migrate.stat_index import (
 
 if TYPE_CHECKING:
     from neuron_migrate.scanned import ScannedFile
+    from neuron_migrate.tree_watch import TreeWatch
 
 # More changed files than this: a full scan, whose workers share the analysis.
 MAX_SPLICED_FILES = 32
@@ -80,7 +83,7 @@ MAX_SPLICED_FILES = 32
 # snapshot's rows are copied into one.
 MAX_ROW_FILES = 16
 # The layout of a snapshot; another layout is never read.
-_LAYOUT = 2
+_LAYOUT = 3
 # The stat loop of a re-scan tells the report's prefix writer how far all files are unchanged
 # once every this many files.
 _CONFIRM_EVERY = 256
@@ -220,12 +223,14 @@ class SnapshotFolder:
         self.scope = hashlib.sha256(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
         self._opened: dict[str, Segment] = {}
         self._created: set[str] = set()  # row files this process wrote
+        # What changed in the tree since the snapshot `load` gave, when a spare watched it.
+        self.watch: TreeWatch | None = None
 
     def load(self, settings: str) -> Snapshot | None:
         """The scope's snapshot if it was written with these settings and can be read."""
         path = os.path.abspath(self.folder / f"{self.scope}.pickle")
-        used.append(path)
-        snapshot = _taken_ahead(path)
+        used.append((path, os.getcwd()))
+        snapshot, watch = _taken_ahead(path)
         if snapshot is None:
             try:
                 with open(path, "rb") as handle:
@@ -233,7 +238,10 @@ class SnapshotFolder:
             except Exception:  # none, or written by another build: scan in full
                 return None
         if not isinstance(snapshot, Snapshot) or snapshot.settings != settings:
+            if watch is not None:
+                watch.close()
             return None
+        self.watch = watch
         return snapshot
 
     def segment(self, name: str) -> Segment:
@@ -279,24 +287,39 @@ class SnapshotFolder:
                     path.unlink()
 
 
-# The snapshot files this process looked for last: what a server's spare reads ahead next.
-used: deque[str] = deque(maxlen=8)
-# Snapshots read before a scan asked for them, by file, with the signature the file had: a
-# server's spare reads those its last commands used while it waits for the next (`read_ahead`).
-# A scan takes one only while its file still has that signature. A snapshot file is never
-# written in place, only replaced (by rename), so another snapshot has another signature.
-_read_ahead: dict[str, tuple[Signature, Snapshot]] = {}
+# The snapshot files this process looked for last, each with the working folder it looked from
+# (the snapshot's paths are relative to it): what a server's spare reads ahead next.
+used: deque[tuple[str, str]] = deque(maxlen=8)
 
 
-def read_ahead(paths: Iterable[str]) -> None:
-    """Read the snapshots at `paths` ahead, unless read already and unchanged since; forget
-    the others."""
-    kept: dict[str, tuple[Signature, Snapshot]] = {}
-    for path in paths:
-        known = _read_ahead.get(path)
-        if known is not None and known[0] == signature(path):
+class _Ahead(NamedTuple):
+    """A snapshot read before a scan asked for it, with the signature its file had, and the
+    watch of its tree when one was asked for and could be had."""
+
+    signature: Signature
+    snapshot: Snapshot
+    watch: TreeWatch | None
+
+
+# Snapshots read ahead, by file: a server's spare reads those its last commands used while it
+# waits for the next (`read_ahead`). A scan takes one only while its file still has that
+# signature. A snapshot file is never written in place, only replaced (by rename), so another
+# snapshot has another signature.
+_read_ahead: dict[str, _Ahead] = {}
+
+
+def read_ahead(listed: Iterable[tuple[str, str]], *, watch: bool = False) -> None:
+    """Read the snapshots at the `listed` paths ahead (each with the working folder its paths
+    are relative to), unless read already and unchanged since; forget the others. With
+    `watch`, watch each one's tree (`neuron_migrate.tree_watch`)."""
+    kept: dict[str, _Ahead] = {}
+    for path, cwd in listed:
+        known = _read_ahead.pop(path, None)
+        if known is not None and known.signature == signature(path):
             kept[path] = known
             continue
+        if known is not None and known.watch is not None:
+            known.watch.close()
         try:
             with open(path, "rb") as handle:
                 sig = signature_of(os.fstat(handle.fileno()))
@@ -304,17 +327,43 @@ def read_ahead(paths: Iterable[str]) -> None:
         except Exception:  # none (yet), or not a snapshot: the scan reads what is there
             continue
         if isinstance(snapshot, Snapshot):
-            kept[path] = (sig, snapshot)
+            kept[path] = _Ahead(sig, snapshot, _watched(snapshot, cwd) if watch else None)
+    for forgotten in _read_ahead.values():
+        if forgotten.watch is not None:
+            forgotten.watch.close()
     _read_ahead.clear()
     _read_ahead.update(kept)
 
 
-def _taken_ahead(path: str) -> Snapshot | None:
-    """The snapshot at `path` as read ahead, if the file has not changed since."""
+def _watched(snapshot: Snapshot, cwd: str) -> TreeWatch | None:
+    from neuron_migrate.tree_watch import TreeWatch  # ctypes: only a server's spare loads it
+
+    return TreeWatch.start(
+        cwd, snapshot.paths, snapshot.signatures, snapshot.folders, snapshot.folder_signatures
+    )
+
+
+def drain_watches() -> None:
+    """Take in what the watches of the snapshots read ahead have seen (the kernel's queue of
+    events is bounded: past it, a watch is lost)."""
+    for ahead in _read_ahead.values():
+        if ahead.watch is not None:
+            ahead.watch.drain()
+
+
+def _taken_ahead(path: str) -> tuple[Snapshot | None, TreeWatch | None]:
+    """The snapshot at `path` as read ahead, if the file has not changed since, and the watch
+    of its tree, if one watched it from this working folder."""
     known = _read_ahead.pop(path, None)
-    if known is None or signature(path) != known[0]:
-        return None
-    return known[1]
+    if known is None or signature(path) != known.signature:
+        if known is not None and known.watch is not None:
+            known.watch.close()
+        return None, None
+    watch = known.watch
+    if watch is not None and watch.cwd != os.getcwd():
+        watch.close()
+        watch = None
+    return known.snapshot, watch
 
 
 def _row_files(snapshot: Snapshot) -> set[str]:
@@ -391,21 +440,23 @@ def recorded(
     row file, and the report copies them from there."""
     empty = Snapshot(
         settings,
-        _totals_of(report),
+        report,
         *([], [], [], [], [], [], []),
         recorder.folders,
         recorder.folder_signatures,
     )
     snapshot = _columns(empty, recorder.entries(report))
+    snapshot = snapshot._replace(report=_totals_of(report, _unmapped(snapshot.unmapped)))
     at = _positions(snapshot)
     _with_rows(report, snapshot, at, report.files, folder)
     return Written(report, _report_pieces(report, snapshot, folder), snapshot)
 
 
-def _totals_of(report: ScanReport) -> ScanReport:
-    """What a snapshot keeps of `report`: its lists and counts, its tables counted, not held."""
+def _totals_of(report: ScanReport, unmapped: Counter[str]) -> ScanReport:
+    """What a snapshot keeps of `report`: its lists and counts, its tables counted, not held,
+    and `unmapped`, its files' unmapped APIs counted in their order (`_unmapped`)."""
     kept = report.counted_elsewhere()
-    kept.unmapped_apis = Counter()  # made again from the files' entries, in their order
+    kept.unmapped_apis = Counter(unmapped)
     return kept
 
 
@@ -445,12 +496,11 @@ def _changes(
     return Changes(changed, vanished, not appeared and not vanished)
 
 
-def _edits(
-    snapshot: Snapshot, files: list[SourcePath], taken: Taken, prefix: PrefixWriter | None
-) -> Changes | None:
-    """`_changes` when the files are the snapshot's own (no folder changed), so that only
-    edits are possible. The files are statted in report order, and `prefix` is told how far
-    they are all as they were."""
+def _edits(snapshot: Snapshot, taken: Taken, prefix: PrefixWriter | None) -> list[int] | None:
+    """The indices of the snapshot's files that changed, when its files are the tree's (no
+    folder changed), so that only edits are possible; None past `MAX_SPLICED_FILES`. The
+    files are statted in report order, and `prefix` is told how far they are all as they
+    were."""
     signatures, paths, order = snapshot.signatures, snapshot.paths, snapshot.order
     edited: list[int] = []
     for block in range(0, len(order), _CONFIRM_EVERY):
@@ -465,12 +515,35 @@ def _edits(
                 return None
         if not edited and prefix is not None:
             prefix.confirm(min(block + _CONFIRM_EVERY, len(order)))
-    edited.sort()  # the order a scan takes them
-    changed = {
-        files[i].display: (files[i], settled(taken.signature(paths[i]), taken.before))
-        for i in edited
-    }
-    return Changes(changed, [], True)
+    return edited
+
+
+def _edits_among(
+    snapshot: Snapshot, candidates: frozenset[int], taken: Taken, prefix: PrefixWriter | None
+) -> list[int] | None:
+    """`_edits`, where only the files at `candidates` (indices) may have changed: a watch of
+    the tree has seen no event for the others, nor any change of a folder."""
+    signatures, paths = snapshot.signatures, snapshot.paths
+    edited = []
+    for index in candidates:
+        sig = taken.signature(paths[index])
+        if sig is None or signatures[index] != sig:
+            edited.append(index)
+    if len(edited) > MAX_SPLICED_FILES:
+        return None
+    if prefix is not None:
+        order = snapshot.order
+        prefix.confirm(min(map(order.index, edited), default=len(order)))
+    return edited
+
+
+def _edited(snapshot: Snapshot, edited: list[int], taken: Taken) -> tuple[Changes, dict[str, int]]:
+    """The changes of the snapshot's own files at `edited` (indices), with the signatures
+    they have now (None if not settled); and their indices, by display path."""
+    indices = sorted(edited)  # the order a scan takes them
+    sources = [SourcePath(snapshot.paths[i], snapshot.displays[i]) for i in indices]
+    changed = {s.display: (s, settled(taken.signature(s.path), taken.before)) for s in sources}
+    return Changes(changed, [], True), {s.display: i for s, i in zip(sources, indices, strict=True)}
 
 
 def spliced(
@@ -480,18 +553,29 @@ def spliced(
     scan_changed: ScanChanged,
     started: float,
     prefix: PrefixWriter | None = None,
+    watch: TreeWatch | None = None,
 ) -> Written | Listing:
     """The report of a re-scan made from `snapshot` (which it changes), the files that
     changed scanned by `scan_changed`; when too many changed, or a row file is gone, the
     files as it listed them, for a full scan. While no folder has changed, `prefix` is told
-    how far the files are unchanged."""
+    how far the files are unchanged. A `watch` of the tree since the snapshot, when it can
+    tell, names the only files that may have changed."""
     taken = Taken()
     folders = snapshot.folders
     relisted = False  # and the folders' signatures changed: the snapshot is stored again
-    files = _files_if_no_folder_changed(snapshot)
-    if files is not None:
-        found = _edits(snapshot, files, taken, prefix)
-        at = _positions(snapshot)  # while the prefix is copied
+    candidates = None
+    if watch is not None:  # used once: the snapshot it watched for is changed now
+        candidates = watch.changed()
+        watch.close()
+    files: list[SourcePath] | None = None  # listed again: the snapshot's are not the tree's
+    found: Changes | None = None
+    if candidates is not None or _no_folder_changed(snapshot):  # its files are the tree's
+        if candidates is not None:
+            edited = _edits_among(snapshot, candidates, taken, prefix)
+        else:
+            edited = _edits(snapshot, taken, prefix)
+        if edited is not None:
+            found, at = _edited(snapshot, edited, taken)  # the positions of the changed only
     else:
         folders = []
         files = select_files(plan, folders=folders)
@@ -501,30 +585,39 @@ def spliced(
             relisted = True
         at = _positions(snapshot)
         found = _changes(snapshot, files, at, taken)
-    listing = Listing(files, folders, taken)
-    if found is None:
-        return listing
+    if found is None:  # too many changed
+        return Listing(files if files is not None else _snapshot_files(snapshot), folders, taken)
     report = snapshot.report
     dropped = {*found.changed, *found.vanished}
     _count_out(report, snapshot, at, dropped)
     # What is left came from the snapshot; the files scanned now count themselves.
     report.files_cached = report.files_analyzed
+    # The snapshot's files' unmapped APIs, counted (which scanning the changed files adds to).
+    unmapped = report.unmapped_apis
+    report.unmapped_apis = Counter()
+    unmapped_before = [snapshot.unmapped[at[display]] for display in sorted(dropped & at.keys())]
     try:
         if dropped:
             tables, fresh = _scanned_now(report, found.changed, scan_changed)
             if found.same_files:
                 _replace_entries(snapshot, at, fresh)
+                unmapped_now = [snapshot.unmapped[at[display]] for display in sorted(dropped)]
             else:
+                assert files is not None  # listed again: files appeared or vanished
                 snapshot = _columns(snapshot, _entries_after(snapshot, files, at, fresh))
                 at = _positions(snapshot)
+                unmapped_now = None
             _with_rows(report, snapshot, at, tables, folder)
-            snapshot = snapshot._replace(report=_totals_of(report))
-        report.files_total = report.files_done = len(files)
-        report.unmapped_apis = _unmapped(snapshot.unmapped)
+            # Counted again over every file only when a changed file's unmapped APIs changed.
+            if unmapped_now != unmapped_before:
+                unmapped = _unmapped(snapshot.unmapped)
+            snapshot = snapshot._replace(report=_totals_of(report, unmapped))
+        report.unmapped_apis = unmapped
+        report.files_total = report.files_done = len(snapshot.paths)
         report.elapsed_s = time.perf_counter() - started
         pieces = _report_pieces(report, snapshot, folder)
     except OSError:  # a row file gone or cut short: scan in full
-        return listing
+        return Listing(files if files is not None else _snapshot_files(snapshot), folders, taken)
     return Written(report, pieces, snapshot if dropped or relisted else None)
 
 
@@ -533,12 +626,16 @@ def _positions(snapshot: Snapshot) -> dict[str, int]:
     return {display: index for index, display in enumerate(snapshot.displays)}
 
 
-def _files_if_no_folder_changed(snapshot: Snapshot) -> list[SourcePath] | None:
-    """The snapshot's files, if every folder listed to find them is as it was then (a file
-    added, removed or renamed in a folder changes the folder's mtime); else None."""
+def _no_folder_changed(snapshot: Snapshot) -> bool:
+    """Whether every folder listed to find the snapshot's files is as it was then (a file
+    added, removed or renamed in a folder changes the folder's mtime)."""
     for folder, recorded in zip(snapshot.folders, snapshot.folder_signatures, strict=True):
         if recorded is None or signature(folder) != recorded:
-            return None
+            return False
+    return True
+
+
+def _snapshot_files(snapshot: Snapshot) -> list[SourcePath]:
     return list(map(SourcePath, snapshot.paths, snapshot.displays))
 
 
@@ -704,47 +801,54 @@ def scan_json(
     folder = SnapshotFolder(cache_dir, plan)
     last = folder.load(settings)
     last_rows = _row_files(last) if last is not None else set()  # before a splice changes it
-    with Sink(output) as sink:
-        outcome, skip = None, 0  # `skip`: the bytes of the report written ahead
-        if last is not None:
-            outcome, skip = _spliced_writing_ahead(last, plan, folder, cache_dir, started, sink)
-        if isinstance(outcome, Written):
-            written = outcome
-        else:
-            recorder = Recorder()
-            report = scan_planned(
-                plan,
-                jobs=jobs,
-                cache_dir=cache_dir,
-                on_progress=on_progress,
-                observer=recorder,
-                listing=outcome,  # as the splice that gave up listed them
+    changed = _ChangedFiles(plan, cache_dir)
+    try:
+        with Sink(output) as sink:
+            outcome, skip = None, 0  # `skip`: the bytes of the report written ahead
+            if last is not None:
+                outcome, skip = _spliced_writing_ahead(last, plan, folder, changed, started, sink)
+            if isinstance(outcome, Written):
+                written = outcome
+            else:
+                recorder = Recorder()
+                report = scan_planned(
+                    plan,
+                    jobs=jobs,
+                    cache_dir=cache_dir,
+                    on_progress=on_progress,
+                    observer=recorder,
+                    listing=outcome,  # as the splice that gave up listed them
+                )
+                try:
+                    written = recorded(report, recorder, settings, folder)
+                except OSError:  # no room for the snapshot: the report as a scan writes it
+                    sink.write(after(json_chunks(report), skip))
+                    return report
+            if written.snapshot is None:
+                sink.write(after(written.pieces, skip))
+                return written.report
+            # The snapshot is stored, and the changed files' results cached, while the report
+            # is written: pickling holds the interpreter, copying the rows (`copy_file_range`)
+            # and syncing to disk do not. The rows it copies are open already, so the row
+            # files that storing deletes stay readable.
+            store = threading.Thread(
+                target=_store_quietly, args=(folder, written.snapshot, last_rows, changed)
             )
+            store.start()
             try:
-                written = recorded(report, recorder, settings, folder)
-            except OSError:  # no room for the snapshot: the report as a scan writes it
-                sink.write(after(json_chunks(report), skip))
-                return report
-        if written.snapshot is None:
-            sink.write(after(written.pieces, skip))
+                sink.write(after(written.pieces, skip))
+            finally:
+                store.join()
             return written.report
-        # The snapshot is stored while the report is written: pickling it holds the
-        # interpreter, copying the rows (`copy_file_range`) does not. The rows it copies are
-        # open already, so the row files that storing deletes stay readable.
-        store = threading.Thread(target=_store_quietly, args=(folder, written.snapshot, last_rows))
-        store.start()
-        try:
-            sink.write(after(written.pieces, skip))
-        finally:
-            store.join()
-        return written.report
+    finally:
+        changed.close()  # when no snapshot was stored
 
 
 def _spliced_writing_ahead(
     last: Snapshot,
     plan: ScanPlan,
     folder: SnapshotFolder,
-    cache_dir: Path,
+    scan_changed: ScanChanged,
     started: float,
     sink: Sink,
 ) -> tuple[Written | Listing, int]:
@@ -753,7 +857,7 @@ def _spliced_writing_ahead(
     splice or a full scan writes); with how many bytes that was."""
     prefix = PrefixWriter(sink, opening(last.report), last.order, last.rows, folder.stored)
     try:
-        outcome = spliced(last, plan, folder, partial(_scan_few, plan, cache_dir), started, prefix)
+        outcome = spliced(last, plan, folder, scan_changed, started, prefix, folder.watch)
     except BaseException:
         with contextlib.suppress(BaseException):  # the error that matters is this one
             prefix.stop()
@@ -761,19 +865,33 @@ def _spliced_writing_ahead(
     return outcome, prefix.stop()
 
 
-def _store_quietly(folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str]) -> None:
+def _store_quietly(
+    folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str], changed: _ChangedFiles
+) -> None:
     with contextlib.suppress(OSError):  # without it, the next scan runs in full
         folder.store(snapshot, replaced_rows)
+    changed.close()
 
 
-def _scan_few(
-    plan: ScanPlan, cache_dir: Path, files: list[SourcePath]
-) -> list[tuple[SourcePath, ScannedFile]]:
-    """The changed files of a spliced re-scan, in this process (too few for workers)."""
-    cache = ResultCache(cache_dir)
-    settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
-    try:
+class _ChangedFiles:
+    """Scans the changed files of a spliced re-scan in this process (too few for workers),
+    through the result cache. What they add to it is written by `close`, which the re-scan
+    calls while its report is copied (`scan_json`): a cache that cannot be written then only
+    costs a later scan their analysis."""
+
+    def __init__(self, plan: ScanPlan, cache_dir: Path) -> None:
+        self._plan = plan
+        self._cache_dir = cache_dir
+        self._cache: ResultCache | None = None
+
+    def __call__(self, files: list[SourcePath]) -> list[tuple[SourcePath, ScannedFile]]:
+        cache = self._cache = self._cache or ResultCache(self._cache_dir)
+        settings = ScanSettings(self._plan.target, self._plan.max_bytes, cache.directory)
         found = scanned(files, settings, jobs=1, cache=cache, use_stat_index=False)
         return list(zip(_scan_order(files), found, strict=True))
-    finally:
-        cache.close()
+
+    def close(self) -> None:
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            with contextlib.suppress(CacheError):
+                cache.close()

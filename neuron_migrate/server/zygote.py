@@ -19,7 +19,8 @@ changed on disk since it started (STALE), and the server stops. A spare dies wit
 
 Each command adds the JSON report snapshots it used (`neuron_migrate.report_snapshot`) to a
 list beside the socket; a spare that waits reads the listed ones ahead whenever the list
-changes, so that the next re-scan of the same tree need not read its snapshot.
+changes, so that the next re-scan of the same tree need not read its snapshot, and on Linux
+watches their trees (`neuron_migrate.tree_watch`), so that it need not stat every file either.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import contextlib
 import fcntl
 import gc
 import io
+import json
 import os
 import select
 import signal
@@ -210,6 +212,7 @@ class _Server:
             ready, _, _ = select.select([self.listener], [], [], _READ_AHEAD_EVERY_S)
             if not ready:
                 listed = _read_ahead(self.snapshots, listed)
+                report_snapshot.drain_watches()
                 continue
             conn, _address = self.listener.accept()
             with conn:
@@ -297,31 +300,37 @@ def _run_child(
         os._exit(code & 0xFF)
 
 
-def _list_snapshots(listing: str, used: Sequence[str]) -> None:
-    """Put the report snapshots a command `used` first in the list at `listing`."""
+def _list_snapshots(listing: str, used: Sequence[tuple[str, str]]) -> None:
+    """Put the report snapshots a command `used` (each with the working folder it used it
+    from) first in the list at `listing`: a JSON list of [path, folder] pairs."""
     if not used:
         return
-    try:
-        listed = Path(listing).read_text().splitlines()
-    except OSError:
-        listed = []
-    paths = list(dict.fromkeys([*reversed(used), *listed]))[:_LISTED_SNAPSHOTS]
+    listed = _listed(listing) or []
+    pairs = list(dict.fromkeys([*reversed(used), *listed]))[:_LISTED_SNAPSHOTS]
     temporary = f"{listing}.{os.getpid()}.tmp"
-    Path(temporary).write_text("".join(f"{path}\n" for path in paths))
+    Path(temporary).write_text(json.dumps(pairs))
     os.replace(temporary, listing)
 
 
+def _listed(listing: str) -> list[tuple[str, str]] | None:
+    """The [path, folder] pairs at `listing`; None when it cannot be read."""
+    try:
+        pairs = json.loads(Path(listing).read_text())
+        return [(str(path), str(cwd)) for path, cwd in pairs]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def _read_ahead(listing: str, last: Signature | None) -> Signature | None:
-    """Read ahead the report snapshots listed at `listing` if the list has changed since it
-    had the signature `last`; the signature it has now."""
+    """Read ahead the report snapshots listed at `listing`, and watch their trees, if the
+    list has changed since it had the signature `last`; the signature it has now."""
     now = signature(listing)
     if now is None or now == last:
         return now
-    try:
-        paths = Path(listing).read_text().splitlines()
-    except OSError:
+    pairs = _listed(listing)
+    if pairs is None:
         return None
-    report_snapshot.read_ahead(paths)
+    report_snapshot.read_ahead(pairs, watch=True)
     return now
 
 
@@ -393,7 +402,9 @@ def _warm_up(scratch: Path) -> list[str]:
     preload(available_versions())
     import ctypes  # noqa: F401  (for the spares: `_on_parent_death`)
 
-    import neuron_migrate.codemod.engine  # noqa: F401  (libcst: what a rewrite worker loads)
+    # What a rewrite worker loads (libcst), and the spares' watches: in the code stamp.
+    import neuron_migrate.codemod.engine
+    import neuron_migrate.tree_watch  # noqa: F401
 
     root = scratch / "sample"
     root.mkdir()

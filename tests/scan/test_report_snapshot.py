@@ -4,6 +4,7 @@ report, and writes exactly what a full scan writes (but for the time it took).""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -115,7 +116,15 @@ EDITS: list[tuple[str, Callable[[Path], object]]] = [
     ("a notebook edited", lambda tree: _append(tree / "train.ipynb", "\n")),
     ("a gated override's file", lambda tree: _append(tree / "analyze/op_statuses.py", XLA)),
     ("a file's findings removed", lambda tree: (tree / "new.py").write_text("x = 1\n")),
+    # The unmapped APIs are counted again only when a changed file's own changed: an API that
+    # is new, then used in an earlier file too (the report lists ties in the order of first
+    # use), then no more there.
+    ("an unmapped API's file added", lambda tree: (tree / "a_first.py").write_text("x = 1\n")),
+    ("an unmapped API added", lambda tree: _append(tree / "analyze/alias_as.py", UNMAPPED)),
+    ("an unmapped API used earlier", lambda tree: _append(tree / "a_first.py", UNMAPPED)),
+    ("an unmapped API's first use removed", lambda tree: (tree / "a_first.py").write_text("")),
 ]
+UNMAPPED = "import torch\nx = torch.nm_unknown_api(1)\n"
 
 
 def _append(path: Path, text: str) -> None:
@@ -428,9 +437,10 @@ def test_a_snapshot_read_ahead_is_taken_while_its_file_is_unchanged(
     tree, cache = _tree(tmp_path), tmp_path / "cache"
     report_snapshot.used.clear()
     _agrees(tree, cache)
-    (path,) = report_snapshot.used  # the snapshot file this scan looked for, as it wrote it
-    assert Path(path).is_absolute() and Path(path).exists()
-    report_snapshot.read_ahead([path, str(tmp_path / "none.pickle")])
+    # The snapshot file this scan looked for, as it wrote it, and the folder it looked from.
+    ((path, cwd),) = report_snapshot.used
+    assert Path(path).is_absolute() and Path(path).exists() and cwd == os.getcwd()
+    report_snapshot.read_ahead([(path, cwd), (str(tmp_path / "none.pickle"), cwd)])
     loads: list[object] = []
     real_load = pickle.load
 
@@ -442,9 +452,45 @@ def test_a_snapshot_read_ahead_is_taken_while_its_file_is_unchanged(
     _append(tree / "analyze/alias_as.py", XLA)
     _agrees(tree, cache)  # spliced into the snapshot read ahead, not read again
     assert loads == [] and len(full_scans) == 1
-    report_snapshot.read_ahead([path])  # the file was replaced: read again
+    report_snapshot.read_ahead([(path, cwd)])  # the file was replaced: read again
     assert len(loads) == 1
     Path(path).write_bytes(Path(path).read_bytes())  # changed after it was read ahead
     _append(tree / "analyze/alias_as.py", "\n")
     _agrees(tree, cache)
     assert len(loads) == 2 and len(full_scans) == 1
+
+
+def test_a_watched_tree_stats_only_the_files_it_saw_change(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("inotify is Linux's")
+    from neuron_migrate import tree_watch
+
+    if tree_watch.filesystem_type(str(tmp_path)) not in tree_watch.LOCAL_FILESYSTEMS:
+        pytest.skip("the temporary folder is not on a filesystem the watch trusts")
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    report_snapshot.used.clear()
+    _agrees(tree, cache)
+    stats: Counter[str] = Counter()
+    real_signature = stat_index.signature
+
+    def signature(path: str) -> stat_index.Signature | None:
+        stats[path] += 1
+        return real_signature(path)
+
+    monkeypatch.setattr(stat_index, "signature", signature)
+    for edited in ("analyze/alias_as.py", "empty.py", "projects/mlp_single/train.py"):
+        report_snapshot.read_ahead(list(report_snapshot.used), watch=True)
+        _append(tree / edited, XLA)
+        stats.clear()
+        report_snapshot.used.clear()
+        _agrees(tree, cache)
+        assert stats == {str(tree / edited): 1}, edited  # no other file, nor any folder
+    assert len(full_scans) == 1
+    # A file added: the watch cannot vouch for the listing, and the folders are listed again.
+    report_snapshot.read_ahead(list(report_snapshot.used), watch=True)
+    (tree / "projects/added.py").write_text(XLA)
+    stats.clear()
+    _agrees(tree, cache)
+    assert len(stats) > 10 and len(full_scans) == 1

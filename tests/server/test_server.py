@@ -163,8 +163,10 @@ def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
     root = _project(tmp_path)
     scan = ["scan", "--format", "json", "--cache-dir", "cache", "project"]
     _cli(*scan, env=server, cwd=tmp_path)
-    (listed,) = Path(Location(server["NEURON_MIGRATE_SERVER_DIR"]).snapshots).read_text().split()
+    listing = Path(Location(server["NEURON_MIGRATE_SERVER_DIR"]).snapshots).read_text()
+    ((listed, cwd),) = json.loads(listing)
     assert Path(listed).parent == tmp_path / "cache" / "report-snapshots"  # absolute
+    assert cwd == str(tmp_path)  # where the snapshot's paths are relative to
     assert Path(listed).exists()
     for edit in range(2):
         time.sleep(0.5)  # the spare reads it ahead meanwhile
@@ -173,6 +175,9 @@ def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
         full = _cli(*scan[:3], "--no-cache", "project", env=server, cwd=tmp_path, served=False)
         assert served.returncode == full.returncode
         assert _without_cached(served.stdout) == _without_cached(full.stdout)
+    # Each was served: a spare that read a snapshot ahead and watched its tree (loading the
+    # watch's module) still runs the server's code.
+    assert _status(server)["running"] and _served_count(server) == 3
 
 
 def _without_cached(report: str) -> dict[str, object]:
@@ -185,17 +190,22 @@ def test_the_snapshot_list_keeps_the_last_ones_and_is_read_again_when_it_changes
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     listing = str(tmp_path / "server.snapshots")
-    for used in (["a"], ["b", "c"], ["a"], []):
+    for used in ([("a", "/x")], [("b", "/x"), ("c", "/y")], [("a", "/x")], []):
         zygote._list_snapshots(listing, used)
-    assert Path(listing).read_text().split() == ["a", "c"]
-    read: list[list[str]] = []
-    monkeypatch.setattr(zygote.report_snapshot, "read_ahead", read.append)
+    assert zygote._listed(listing) == [("a", "/x"), ("c", "/y")]
+    read: list[tuple[list[tuple[str, str]], bool]] = []
+    monkeypatch.setattr(
+        zygote.report_snapshot, "read_ahead", lambda pairs, watch: read.append((pairs, watch))
+    )
     seen = zygote._read_ahead(listing, None)
-    assert zygote._read_ahead(listing, seen) == seen and read == [["a", "c"]]
-    zygote._list_snapshots(listing, ["d"])
+    assert zygote._read_ahead(listing, seen) == seen
+    assert read == [([("a", "/x"), ("c", "/y")], True)]  # read once, its trees watched
+    zygote._list_snapshots(listing, [("d", "/x")])
     zygote._read_ahead(listing, seen)
-    assert read[-1] == ["d", "a"]
+    assert read[-1][0] == [("d", "/x"), ("a", "/x")]
     assert zygote._read_ahead(str(tmp_path / "none"), seen) is None
+    Path(listing).write_text("not json")
+    assert zygote._read_ahead(listing, None) is None
 
 
 def test_usage_errors_and_help_come_back_as_they_are(server: dict[str, str]) -> None:
