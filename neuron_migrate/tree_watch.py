@@ -8,11 +8,12 @@ folder is on a local filesystem of a known kind: inotify sees only the changes m
 this machine's kernel, never those made on a network filesystem's other clients. Once the
 folders are watched, the files are statted once (the baseline): a file that changed between
 the snapshot and the watch is found there, a later change by its event. A file with more than
-one hard link is watched itself too, since a write through a link in another folder reaches
-only that folder's watch. What the watch cannot vouch for -- a file created, deleted or renamed
-in a watched folder, a folder itself changed, moved or gone, lost events (the queue overflowed)
--- makes it lost, and the re-scan stats the tree as it would without one. A write through a
-shared memory map raises no event (a stat signature sees it once the kernel updates the mtime).
+one hard link, and a symlink (the scan reads the file it names), is watched itself too: a write
+through another folder's link reaches only that folder's watch. What the watch cannot vouch
+for -- a file created, deleted or renamed in a watched folder, a folder itself changed, moved
+or gone, lost events (the queue overflowed) -- makes it lost, and the re-scan stats the tree
+as it would without one. A write through a shared memory map raises no event (a stat
+signature sees it once the kernel updates the mtime).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import struct
 import sys
 import threading
@@ -207,13 +209,16 @@ class TreeWatch:
                 return False
             self._by_name[(key, os.fsencode(name))] = index
             try:
-                st = os.stat(absolute)
+                st = os.lstat(absolute)
+                linked = stat.S_ISLNK(st.st_mode)
+                if linked:
+                    st = os.stat(absolute)  # the file the link names, as the scan reads it
             except OSError:
                 self.dirty.add(index)
                 continue
             if signature_of(st) != recorded[index]:
                 self.dirty.add(index)
-            if st.st_nlink > 1:
+            if linked or st.st_nlink > 1:
                 wd = libc.inotify_add_watch(self.fd, os.fsencode(absolute), _FILE_MASK)
                 if wd < 0:
                     return False

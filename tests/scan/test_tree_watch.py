@@ -174,3 +174,15 @@ def test_lost_events_make_the_watch_lost(tree: Path) -> None:
     watch._took(struct.pack("iIII", -1, IN_Q_OVERFLOW, 0, 0))  # the kernel's queue overflowed
     assert watch.changed() is None
     watch.close()
+
+
+def test_a_symlinked_files_target_written_elsewhere_is_named(tree: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.py"
+    target.write_text("x = 1\n")
+    (tree / "pkg/c.py").unlink()
+    (tree / "pkg/c.py").symlink_to(target)  # the scan reads the file it names
+    watch = _watch(tree)
+    assert watch is not None and watch.changed() == frozenset()
+    _edit(target)  # in a folder the watch does not see
+    assert watch.changed() == {2}
+    watch.close()
