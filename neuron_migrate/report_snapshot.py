@@ -308,11 +308,18 @@ class _Ahead(NamedTuple):
 _read_ahead: dict[str, _Ahead] = {}
 
 
-def read_ahead(listed: Iterable[tuple[str, str]], *, watch: bool = False) -> None:
+def read_ahead(
+    listed: Iterable[tuple[str, str]],
+    *,
+    watch: bool = False,
+    stop: Callable[[], bool] | None = None,
+) -> bool:
     """Read the snapshots at the `listed` paths ahead (each with the working folder its paths
     are relative to), unless read already and unchanged since; forget the others. With
-    `watch`, watch each one's tree (`neuron_migrate.tree_watch`)."""
+    `watch`, watch each one's tree (`neuron_migrate.tree_watch`), unless `stop` says to give
+    up meanwhile: then leave that snapshot for the next call, and return False."""
     kept: dict[str, _Ahead] = {}
+    complete = True
     for path, cwd in listed:
         known = _read_ahead.pop(path, None)
         if known is not None and known.signature == signature(path):
@@ -326,20 +333,31 @@ def read_ahead(listed: Iterable[tuple[str, str]], *, watch: bool = False) -> Non
                 snapshot = pickle.load(handle)
         except Exception:  # none (yet), or not a snapshot: the scan reads what is there
             continue
-        if isinstance(snapshot, Snapshot):
-            kept[path] = _Ahead(sig, snapshot, _watched(snapshot, cwd) if watch else None)
+        if not isinstance(snapshot, Snapshot):
+            continue
+        tree = _watched(snapshot, cwd, stop) if watch else None
+        if tree is None and watch and stop is not None and stop():
+            complete = False  # given up for a command: watched next time, if there is one
+            continue
+        kept[path] = _Ahead(sig, snapshot, tree)
     for forgotten in _read_ahead.values():
         if forgotten.watch is not None:
             forgotten.watch.close()
     _read_ahead.clear()
     _read_ahead.update(kept)
+    return complete
 
 
-def _watched(snapshot: Snapshot, cwd: str) -> TreeWatch | None:
+def _watched(snapshot: Snapshot, cwd: str, stop: Callable[[], bool] | None) -> TreeWatch | None:
     from neuron_migrate.tree_watch import TreeWatch  # ctypes: only a server's spare loads it
 
     return TreeWatch.start(
-        cwd, snapshot.paths, snapshot.signatures, snapshot.folders, snapshot.folder_signatures
+        cwd,
+        snapshot.paths,
+        snapshot.signatures,
+        snapshot.folders,
+        snapshot.folder_signatures,
+        stop,
     )
 
 

@@ -25,7 +25,7 @@ import stat
 import struct
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from neuron_migrate.stat_index import Signature, signature_of
 
@@ -55,6 +55,9 @@ _FILE_MASK = _FILE_CHANGED | IN_DELETE_SELF | IN_MOVE_SELF
 
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 _READ_SIZE = 64 * 1024
+# While a watch starts, it asks whether to give up (a command waits) once every this many
+# folders or files.
+_ASK_EVERY = 256
 
 # `statfs` f_type of the filesystems whose every change goes through this machine's kernel
 # (linux/magic.h): ext2-4, XFS, Btrfs, tmpfs, overlayfs, F2FS, ZFS, ReiserFS, JFS, bcachefs,
@@ -138,6 +141,7 @@ class TreeWatch:
         self._folders: dict[int, list[str]] = {}  # watch -> the folders it is (by key)
         self._files: dict[int, list[int]] = {}  # watch of a hard-linked file -> its indices
         self._by_name: dict[tuple[str, bytes], int] = {}  # (folder key, name) -> index
+        self._stop: Callable[[], bool] | None = None  # while it starts: give up when true
 
     @classmethod
     def start(
@@ -147,10 +151,12 @@ class TreeWatch:
         signatures: Sequence[Signature | None],
         folders: Sequence[str],
         folder_signatures: Sequence[Signature | None],
+        stop: Callable[[], bool] | None = None,
     ) -> TreeWatch | None:
         """A watch of the files at `paths` (relative to `cwd`), which had `signatures` when
         their snapshot was written and were found by listing `folders`; None when it cannot
-        be had or could not vouch for the tree."""
+        be had or could not vouch for the tree, or when `stop` (asked every few hundred
+        files) says to give up."""
         libc = _bound()
         if libc is None or not folders or None in folder_signatures:
             return None
@@ -158,6 +164,7 @@ class TreeWatch:
         if fd < 0:
             return None
         watch = cls(fd, cwd)
+        watch._stop = stop
         try:
             if watch._watch_folders(libc, folders, folder_signatures) and watch._baseline(
                 libc, paths, signatures
@@ -168,6 +175,9 @@ class TreeWatch:
         watch.close()
         return None
 
+    def _stopped(self, done: int) -> bool:
+        return self._stop is not None and done % _ASK_EVERY == 0 and self._stop()
+
     def _absolute(self, path: str) -> str:
         return os.path.join(self.cwd, path)
 
@@ -176,7 +186,9 @@ class TreeWatch:
     ) -> bool:
         """Watch every folder, then check that each is as recorded and on a local filesystem."""
         keys = []
-        for folder in folders:
+        for done, folder in enumerate(folders, 1):
+            if self._stopped(done):
+                return False
             key = _folder_key(self._absolute(folder))
             wd = libc.inotify_add_watch(self.fd, os.fsencode(key), _FOLDER_MASK)
             if wd < 0:  # gone, unreadable, or the user's watches are used up (ENOSPC)
@@ -202,6 +214,8 @@ class TreeWatch:
         snapshot are dirty from the start."""
         watched = {key for keys in self._folders.values() for key in keys}
         for index, path in enumerate(paths):
+            if self._stopped(index + 1):
+                return False
             absolute = self._absolute(path)
             folder, name = os.path.split(absolute)
             key = _folder_key(folder)

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -211,7 +211,7 @@ class _Server:
         while True:
             ready, _, _ = select.select([self.listener], [], [], _READ_AHEAD_EVERY_S)
             if not ready:
-                listed = _read_ahead(self.snapshots, listed)
+                listed = _read_ahead(self.snapshots, listed, self.waiting)
                 report_snapshot.drain_watches()
                 continue
             conn, _address = self.listener.accept()
@@ -244,6 +244,10 @@ class _Server:
                     return
                 if kind == PING:
                     os.write(notify, _PINGED)
+
+    def waiting(self) -> bool:
+        """Whether someone waits to be accepted (a spare gives up reading ahead for them)."""
+        return bool(select.select([self.listener], [], [], 0)[0])
 
     def info(self) -> dict[str, Any]:
         return {
@@ -321,17 +325,19 @@ def _listed(listing: str) -> list[tuple[str, str]] | None:
         return None
 
 
-def _read_ahead(listing: str, last: Signature | None) -> Signature | None:
+def _read_ahead(
+    listing: str, last: Signature | None, stop: Callable[[], bool] | None = None
+) -> Signature | None:
     """Read ahead the report snapshots listed at `listing`, and watch their trees, if the
-    list has changed since it had the signature `last`; the signature it has now."""
+    list has changed since it had the signature `last`; the signature it has now (None when
+    `stop` made it give up: the next call reads on)."""
     now = signature(listing)
     if now is None or now == last:
         return now
     pairs = _listed(listing)
     if pairs is None:
         return None
-    report_snapshot.read_ahead(pairs, watch=True)
-    return now
+    return now if report_snapshot.read_ahead(pairs, watch=True, stop=stop) else None
 
 
 def _reopen_streams(streams: list[tuple[str, str]]) -> None:

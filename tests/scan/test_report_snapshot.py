@@ -494,3 +494,23 @@ def test_a_watched_tree_stats_only_the_files_it_saw_change(
     stats.clear()
     _agrees(tree, cache)
     assert len(stats) > 10 and len(full_scans) == 1
+
+
+def test_a_read_ahead_that_gives_up_watching_leaves_the_snapshot_for_next_time(
+    tmp_path: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("inotify is Linux's")
+    from neuron_migrate import tree_watch
+
+    monkeypatch.setattr(tree_watch, "_ASK_EVERY", 1)  # asked at once, as on a large tree
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    report_snapshot.used.clear()
+    _agrees(tree, cache)
+    listed = list(report_snapshot.used)
+    # A command waits (the spare's `stop`): no watch, and the snapshot is read again next time.
+    assert report_snapshot.read_ahead(listed, watch=True, stop=lambda: True) is False
+    assert report_snapshot._read_ahead == {}
+    assert report_snapshot.read_ahead(listed, watch=True, stop=lambda: False) is True
+    assert list(report_snapshot._read_ahead) == [listed[0][0]]
+    report_snapshot.read_ahead([])  # forgets it, and closes its watch

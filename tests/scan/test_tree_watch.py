@@ -186,3 +186,27 @@ def test_a_symlinked_files_target_written_elsewhere_is_named(tree: Path, tmp_pat
     _edit(target)  # in a folder the watch does not see
     assert watch.changed() == {2}
     watch.close()
+
+
+def test_a_watch_gives_up_when_told_to_while_it_starts(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tree_watch, "_ASK_EVERY", 2)
+    asked: list[int] = []
+
+    def stop_at(count: int):
+        def stop() -> bool:
+            asked.append(count)
+            return len(asked) >= count
+
+        return stop
+
+    paths, signatures, folders, folder_signatures = _snapshot(tree)
+    for count in (1, 2):  # among the folders, then among the files
+        asked.clear()
+        start = (os.getcwd(), paths, signatures, folders, folder_signatures, stop_at(count))
+        assert TreeWatch.start(*start) is None and len(asked) == count
+    asked.clear()
+    watch = TreeWatch.start(os.getcwd(), paths, signatures, folders, folder_signatures, stop_at(9))
+    assert watch is not None and len(asked) == 3  # 3 folders, 4 files: asked at 2, 2 and 4
+    watch.close()

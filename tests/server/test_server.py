@@ -194,9 +194,12 @@ def test_the_snapshot_list_keeps_the_last_ones_and_is_read_again_when_it_changes
         zygote._list_snapshots(listing, used)
     assert zygote._listed(listing) == [("a", "/x"), ("c", "/y")]
     read: list[tuple[list[tuple[str, str]], bool]] = []
-    monkeypatch.setattr(
-        zygote.report_snapshot, "read_ahead", lambda pairs, watch: read.append((pairs, watch))
-    )
+
+    def read_ahead(pairs: list[tuple[str, str]], watch: bool, stop: object) -> bool:
+        read.append((pairs, watch))
+        return True
+
+    monkeypatch.setattr(zygote.report_snapshot, "read_ahead", read_ahead)
     seen = zygote._read_ahead(listing, None)
     assert zygote._read_ahead(listing, seen) == seen
     assert read == [([("a", "/x"), ("c", "/y")], True)]  # read once, its trees watched
