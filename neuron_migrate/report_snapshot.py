@@ -369,6 +369,19 @@ def drain_watches() -> None:
             ahead.watch.drain()
 
 
+def held_ahead() -> list[dict[str, object]]:
+    """The trees whose snapshots this process holds ahead, for `server status`: each one's
+    root (as scanned), its files, and whether a watch vouches for it."""
+    return [
+        {
+            "root": ahead.snapshot.report.root,
+            "files": len(ahead.snapshot.paths),
+            "watched": ahead.watch is not None and ahead.watch.changed() is not None,
+        }
+        for ahead in _read_ahead.values()
+    ]
+
+
 def _taken_ahead(path: str) -> tuple[Snapshot | None, TreeWatch | None]:
     """The snapshot at `path` as read ahead, if the file has not changed since, and the watch
     of its tree, if one watched it from this working folder."""

@@ -158,6 +158,11 @@ def _described(info: dict[str, Any], socket_path: str) -> str:
             f"  started:      {started}",
             f"  commands run: {info['served']}",
             f"  idle timeout: {info['idle_timeout_s']:g} s",
+            *(
+                f"  read ahead:   {tree['root']} ({tree['files']:,} files, "
+                + ("watched)" if tree["watched"] else "statted at each re-scan)")
+                for tree in info.get("trees_ahead", ())
+            ),
         )
     )
 

@@ -257,6 +257,7 @@ class _Server:
             "started": self.started,
             "served": self.served,
             "idle_timeout_s": self.idle_timeout_s,
+            "trees_ahead": report_snapshot.held_ahead(),  # what the spare that answers holds
         }
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from neuron_migrate import tree_watch
 from neuron_migrate.resources import rules_dir
 from neuron_migrate.server import zygote
 from neuron_migrate.server.client import NO_SERVER_ENV
 from neuron_migrate.server.location import Location
+from neuron_migrate.stat_index import SETTLED_NS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 XLA = "import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\nxm.mark_step()\n"
@@ -161,6 +163,8 @@ def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
     server: dict[str, str], tmp_path: Path
 ) -> None:
     root = _project(tmp_path)
+    # Folders changed within SETTLED_NS of a scan are listed again by the next: never watched.
+    time.sleep(SETTLED_NS / 1e9 + 0.2)
     scan = ["scan", "--format", "json", "--cache-dir", "cache", "project"]
     _cli(*scan, env=server, cwd=tmp_path)
     listing = Path(Location(server["NEURON_MIGRATE_SERVER_DIR"]).snapshots).read_text()
@@ -178,6 +182,13 @@ def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
     # Each was served: a spare that read a snapshot ahead and watched its tree (loading the
     # watch's module) still runs the server's code.
     assert _status(server)["running"] and _served_count(server) == 3
+    # The spare that answers holds the tree ahead, watched where the watch can vouch for it.
+    time.sleep(0.5)
+    (tree,) = _status(server)["trees_ahead"]  # type: ignore[misc]
+    local = tree_watch.filesystem_type(str(tmp_path)) in tree_watch.LOCAL_FILESYSTEMS
+    assert tree == {"root": "project", "files": len(list(root.rglob("*.py"))), "watched": local}
+    described = _cli("server", "status", env=server).stdout
+    assert "read ahead:   project (" in described and ("watched)" in described) == local
 
 
 def _without_cached(report: str) -> dict[str, object]:
