@@ -300,6 +300,10 @@ class _Ahead(NamedTuple):
     snapshot: Snapshot
     watch: TreeWatch | None
 
+    def forget(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+
 
 # Snapshots read ahead, by file: a server's spare reads those its last commands used while it
 # waits for the next (`read_ahead`). A scan takes one only while its file still has that
@@ -322,11 +326,11 @@ def read_ahead(
     complete = True
     for path, cwd in listed:
         known = _read_ahead.pop(path, None)
-        if known is not None and known.signature == signature(path):
-            kept[path] = known
-            continue
-        if known is not None and known.watch is not None:
-            known.watch.close()
+        if known is not None:
+            if known.signature == signature(path):
+                kept[path] = known
+                continue
+            known.forget()
         try:
             with open(path, "rb") as handle:
                 sig = signature_of(os.fstat(handle.fileno()))
@@ -341,8 +345,7 @@ def read_ahead(
             continue
         kept[path] = _Ahead(sig, snapshot, tree)
     for forgotten in _read_ahead.values():
-        if forgotten.watch is not None:
-            forgotten.watch.close()
+        forgotten.forget()
     _read_ahead.clear()
     _read_ahead.update(kept)
     return complete
@@ -387,8 +390,8 @@ def _taken_ahead(path: str) -> tuple[Snapshot | None, TreeWatch | None]:
     of its tree, if one watched it from this working folder."""
     known = _read_ahead.pop(path, None)
     if known is None or signature(path) != known.signature:
-        if known is not None and known.watch is not None:
-            known.watch.close()
+        if known is not None:
+            known.forget()
         return None, None
     watch = known.watch
     if watch is not None and watch.cwd != os.getcwd():
@@ -617,7 +620,7 @@ def spliced(
         at = _positions(snapshot)
         found = _changes(snapshot, files, at, taken)
     if found is None:  # too many changed
-        return Listing(files if files is not None else _snapshot_files(snapshot), folders, taken)
+        return _given_up(snapshot, files, folders, taken)
     report = snapshot.report
     dropped = {*found.changed, *found.vanished}
     _count_out(report, snapshot, at, dropped)
@@ -648,8 +651,16 @@ def spliced(
         report.elapsed_s = time.perf_counter() - started
         pieces = _report_pieces(report, snapshot, folder)
     except OSError:  # a row file gone or cut short: scan in full
-        return Listing(files if files is not None else _snapshot_files(snapshot), folders, taken)
+        return _given_up(snapshot, files, folders, taken)
     return Written(report, pieces, snapshot if dropped or relisted else None)
+
+
+def _given_up(
+    snapshot: Snapshot, files: list[SourcePath] | None, folders: list[str], taken: Taken
+) -> Listing:
+    """What a full scan is handed when a splice gives up: the files as listed (the snapshot's,
+    when the splice listed none) and the signatures it took."""
+    return Listing(files if files is not None else _snapshot_files(snapshot), folders, taken)
 
 
 def _positions(snapshot: Snapshot) -> dict[str, int]:

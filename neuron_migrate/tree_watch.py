@@ -133,7 +133,7 @@ def _folder_key(path: str) -> str:
 class TreeWatch:
     """The files of one snapshot that may have changed since it was written, by index."""
 
-    def __init__(self, fd: int, cwd: str) -> None:
+    def __init__(self, fd: int, cwd: str, stop: Callable[[], bool] | None = None) -> None:
         self.fd = fd
         self.cwd = cwd  # the snapshot's paths are relative to it
         self.lost = False  # the watch cannot vouch for the tree any more
@@ -141,7 +141,7 @@ class TreeWatch:
         self._folders: dict[int, list[str]] = {}  # watch -> the folders it is (by key)
         self._files: dict[int, list[int]] = {}  # watch of a hard-linked file -> its indices
         self._by_name: dict[tuple[str, bytes], int] = {}  # (folder key, name) -> index
-        self._stop: Callable[[], bool] | None = None  # while it starts: give up when true
+        self._stop = stop  # while it starts: give up when it says so
 
     @classmethod
     def start(
@@ -163,8 +163,7 @@ class TreeWatch:
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             return None
-        watch = cls(fd, cwd)
-        watch._stop = stop
+        watch = cls(fd, cwd, stop)
         try:
             if watch._watch_folders(libc, folders, folder_signatures) and watch._baseline(
                 libc, paths, signatures
