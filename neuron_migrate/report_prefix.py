@@ -1,13 +1,13 @@
 """The first bytes of a re-scan's JSON report, written while the tree is still being statted.
 
 A spliced re-scan (`neuron_migrate.report_snapshot`) stats every file before it knows which
-changed, then copies tens of MB of the last report's rows into the new one. On a large tree
-each takes tens of milliseconds, and only the copy leaves the interpreter free: the kernel
-copies, and no lock is held meanwhile. So the copy starts at once. The stat loop takes the files
-in report order and says, a block of files at a time, how far every file has been found as it
-was (`confirm`); a thread writes the report's opening and those files' rows. Where the first
-changed file lies, it stops; the rest of the report is written after what it wrote (`stop`
-says how many bytes that was).
+changed (unless a server's watch names them), then copies tens of MB of the last report's rows
+into the new one. On a large tree each takes tens of milliseconds, and only the copy leaves the
+interpreter free: the kernel copies, and no lock is held meanwhile. So the copy starts at once.
+The stat loop takes the files in report order and says, a block of files at a time, how far
+every file has been found as it was (`confirm`); a thread writes the report's opening and those
+files' rows. Where the first changed file lies, it stops; the rest of the report is written
+after what it wrote (`stop` says how many bytes that was).
 
 What it writes is the start of the report whatever the re-scan goes on to find, spliced or
 scanned in full: the opening depends on the scan's settings alone (a snapshot serves only

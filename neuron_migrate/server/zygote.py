@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -224,7 +224,7 @@ class _Server:
                 except (OSError, ProtocolError, ValueError, EOFError):
                     continue
                 if kind == RUN and len(fds) == 3 and isinstance(payload, dict):
-                    if code_stamp() == self.stamp:
+                    if code_stamp(path for path, _, _ in self.stamp) == self.stamp:
                         _on_parent_death(0)  # the command runs to its end
                         os.write(notify, _TOOK_RUN)
                         self.listener.close()
@@ -376,19 +376,12 @@ def _on_parent_death(signum: int) -> None:
         ctypes.CDLL(None).prctl(1, signum)  # PR_SET_PDEATHSIG
 
 
-def code_stamp() -> tuple[tuple[str, int, int], ...]:
+def code_stamp(paths: Iterable[str] | None = None) -> tuple[tuple[str, int, int], ...]:
     """Size and modification time of every module of the package this process loaded and of
-    every bundled data file: what a child would run and read."""
-    from neuron_migrate.resources import matrix_dir, rules_dir
-
-    paths: list[str] = []
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if path and (name == "neuron_migrate" or name.startswith("neuron_migrate.")):
-            paths.append(path)
-    for folder in (rules_dir(), matrix_dir()):
-        for parent, _dirs, names in os.walk(folder):
-            paths.extend(os.path.join(parent, name) for name in names)
+    every bundled data file (what a child would run and read), or of the files at `paths`:
+    a spare checks those the server stamped, whatever it has loaded since."""
+    if paths is None:
+        paths = _stamped_files()
     stamp = []
     for path in sorted(set(paths)):
         try:
@@ -400,6 +393,20 @@ def code_stamp() -> tuple[tuple[str, int, int], ...]:
     return tuple(stamp)
 
 
+def _stamped_files() -> list[str]:
+    from neuron_migrate.resources import matrix_dir, rules_dir
+
+    paths: list[str] = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and (name == "neuron_migrate" or name.startswith("neuron_migrate.")):
+            paths.append(path)
+    for folder in (rules_dir(), matrix_dir()):
+        for parent, _dirs, names in os.walk(folder):
+            paths.extend(os.path.join(parent, name) for name in names)
+    return paths
+
+
 def _warm_up(scratch: Path) -> list[str]:
     """Run what the served commands run, once, over a sample in `scratch`, with no output
     anywhere; the command that re-scans it (what a spare runs)."""
@@ -409,7 +416,7 @@ def _warm_up(scratch: Path) -> list[str]:
     preload(available_versions())
     import ctypes  # noqa: F401  (for the spares: `_on_parent_death`)
 
-    # What a rewrite worker loads (libcst), and the spares' watches: in the code stamp.
+    # What a rewrite worker loads (libcst), and what a spare's watches load.
     import neuron_migrate.codemod.engine
     import neuron_migrate.tree_watch  # noqa: F401
 

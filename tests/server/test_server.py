@@ -361,3 +361,18 @@ def test_a_killed_server_leaves_no_spare_and_commands_run_by_themselves(
     done = _cli("scan", "--no-cache", "project", env=server, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (alone.returncode, alone.stdout)
     assert _cli("server", "start", env=server).returncode == 0
+
+
+def test_a_spare_is_stale_only_when_a_file_the_server_stamped_changed(tmp_path: Path) -> None:
+    stamp = zygote.code_stamp()
+    # A module the process loads afterwards (a spare's watch, say) is not in the server's stamp.
+    stamped = [path for path, _, _ in stamp]
+    added = [*stamped, str(tmp_path / "loaded_later.py")]
+    (tmp_path / "loaded_later.py").write_text("")
+    assert zygote.code_stamp(added) != stamp
+    assert zygote.code_stamp(path for path, _, _ in stamp) == stamp
+    changed = tmp_path / "module.py"
+    changed.write_text("x = 1\n")
+    before = zygote.code_stamp([*stamped, str(changed)])
+    changed.write_text("x = 22\n")
+    assert zygote.code_stamp([*stamped, str(changed)]) != before
