@@ -1,7 +1,5 @@
 """The Python API that the CLI and the tests use."""
 
-from __future__ import annotations
-
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -47,7 +45,7 @@ class Tally:
         self.failing += sign * failing
         self.files += sign
 
-    def copy(self) -> Tally:
+    def copy(self) -> "Tally":
         copied = Tally()
         copied.kinds = dict(self.kinds)
         copied.failing, copied.files = self.failing, self.files
@@ -205,7 +203,7 @@ class ScanReport:
         known, fingerprints = self.baseline.fingerprints, table.fingerprints
         return [position for position in failing if fingerprints[position] not in known]
 
-    def counted_elsewhere(self) -> ScanReport:
+    def counted_elsewhere(self) -> "ScanReport":
         """A copy of the report with its tables counted in `elsewhere` rather than held: the
         lists and totals a spliced re-scan starts from (`neuron_migrate.report_snapshot`)."""
         kept = copy(self)

@@ -5,8 +5,6 @@ which occurrence of that line it is -- never a line number), so findings survive
 unrelated edits. It lists no line numbers either, so the file itself does not churn.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterable
 from pathlib import Path

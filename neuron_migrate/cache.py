@@ -10,18 +10,21 @@ process of a scan reads and writes them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pickle
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from neuron_migrate.digests import cache_digest
 from neuron_migrate.errors import CacheError
 from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings
 from neuron_migrate.row_store import Segment, StoredBytes
 from neuron_migrate.scanned import ScannedFile
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 def default_cache_dir() -> Path:
@@ -33,7 +36,7 @@ def default_cache_dir() -> Path:
 
 
 def file_key(config_digest: str, display: str, data: bytes) -> str:
-    digest = hashlib.sha256(data)
+    digest = cache_digest(data)
     digest.update(b"\0" + display.encode() + b"\0" + config_digest.encode())
     return digest.hexdigest()
 
@@ -65,6 +68,8 @@ class ResultCache:
     database's write lock."""
 
     def __init__(self, directory: Path) -> None:
+        import sqlite3  # here: a re-scan that no file changed for never opens the cache
+
         self.directory: Path | None = directory  # as NoCache has it: None there
         self._folder = directory
         with cache_errors(directory, "open"):
@@ -176,6 +181,8 @@ class ResultCache:
 def cache_errors(folder: Path, doing: str) -> Iterator[None]:
     """A cache folder that cannot be used (missing parent, read-only, full) as one line that
     names it; what was being written is not committed."""
+    import sqlite3  # loaded by then: only an open cache reaches here
+
     try:
         yield
     except (OSError, sqlite3.Error) as exc:

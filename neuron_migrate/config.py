@@ -18,8 +18,6 @@ override these values (`--exclude` adds to `exclude`). Every problem is one line
 file and the key, exit 2.
 """
 
-from __future__ import annotations
-
 import fnmatch
 import os
 import sys
@@ -139,7 +137,7 @@ def parse_table(table: Any, path: Path) -> Config:
     )
 
 
-def _check_target(fields: _Fields, target: str) -> None:
+def _check_target(fields: "_Fields", target: str) -> None:
     from neuron_migrate.matrix import resolve_version
 
     try:

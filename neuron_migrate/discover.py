@@ -1,7 +1,5 @@
 """Which files a scan or rewrite reads, and the prefilter that skips files that cannot matter."""
 
-from __future__ import annotations
-
 import fnmatch
 import os
 import re

@@ -6,8 +6,6 @@ as `ScannedFile`s; a failure in one file becomes a `FileError` for that file and
 the run.
 """
 
-from __future__ import annotations
-
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -76,7 +74,7 @@ def _analyze_batch(jobs: list[tuple[bytes, str]]) -> list[ScannedFile]:
     return [_analyze_bytes(data, display, _worker_context) for data, display in jobs]
 
 
-def _pool(jobs: int, context: Context) -> ProcessPoolExecutor:
+def _pool(jobs: int, context: Context) -> "ProcessPoolExecutor":
     # Imported here: a re-scan that the cache answers starts no pool.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -4,11 +4,10 @@ They pickle across the process pool and serialise to JSON. They are named tuples
 dataclasses: see `neuron_migrate.records` for why.
 """
 
-from __future__ import annotations
-
-import hashlib
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
+
+from neuron_migrate.digests import sha256
 
 # What a finding says about the code on the target device.
 Status = Literal[
@@ -79,7 +78,7 @@ class Finding(NamedTuple):
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
+    def from_json(cls, data: dict[str, Any]) -> "Finding":
         """The finding of a `to_json` object; keys that are not fields (a report's `gate`,
         `baseline`, `suppression`) are ignored."""
         values = {key: data[key] for key in cls._fields if key in data}
@@ -101,7 +100,7 @@ def fingerprint(path: str, code: str, api: str, snippet: str, occurrence: int) -
     source line and which occurrence of that same tuple in the file this is -- never the line
     number."""
     key = "\x1f".join((path, code, api, " ".join(snippet.split()), str(occurrence)))
-    return hashlib.sha256(key.encode()).hexdigest()[:20]
+    return sha256(key.encode()).hexdigest()[:20]
 
 
 class FileResult(NamedTuple):

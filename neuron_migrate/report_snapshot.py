@@ -26,10 +26,7 @@ may also have watched its tree since (`neuron_migrate.tree_watch`): a re-scan it
 only the files the watch names.
 """
 
-from __future__ import annotations
-
 import contextlib
-import hashlib
 import os
 import pickle
 import threading
@@ -49,6 +46,7 @@ from neuron_migrate.api import (
     select_files,
 )
 from neuron_migrate.cache import ResultCache, default_cache_dir
+from neuron_migrate.digests import sha256
 from neuron_migrate.discover import SourcePath, sources_then_notebooks
 from neuron_migrate.engine import ScanSettings
 from neuron_migrate.errors import CacheError
@@ -137,7 +135,11 @@ class FileEntry(NamedTuple):
 
 
 def _entry(
-    path: str, sig: Signature | None, result: ScannedFile, table: FileFindings | None, failing: int
+    path: str,
+    sig: Signature | None,
+    result: "ScannedFile",
+    table: FileFindings | None,
+    failing: int,
 ) -> FileEntry:
     detail = (_outcome(result), _counted(table), failing)
     unmapped = tuple(result.unmapped_apis.items()) if result.error is None else ()
@@ -198,7 +200,7 @@ def settings_digest(plan: ScanPlan) -> str:
         plan.config,
         plan.policy,
     )
-    return hashlib.sha256(repr(_canonical(parts)).encode()).hexdigest()
+    return sha256(repr(_canonical(parts)).encode()).hexdigest()
 
 
 def _canonical(value: Any) -> Any:
@@ -220,7 +222,7 @@ class SnapshotFolder:
 
     def __init__(self, cache_dir: Path, plan: ScanPlan) -> None:
         self.folder = cache_dir / _FOLDER
-        self.scope = hashlib.sha256(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
+        self.scope = sha256(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
         self._opened: dict[str, Segment] = {}
         self._created: set[str] = set()  # row files this process wrote
         # What changed in the tree since the snapshot `load` gave, when a spare watched it.
@@ -298,7 +300,7 @@ class _Ahead(NamedTuple):
 
     signature: Signature
     snapshot: Snapshot
-    watch: TreeWatch | None
+    watch: "TreeWatch | None"
 
     def forget(self) -> None:
         if self.watch is not None:
@@ -351,7 +353,7 @@ def read_ahead(
     return complete
 
 
-def _watched(snapshot: Snapshot, cwd: str, stop: Callable[[], bool] | None) -> TreeWatch | None:
+def _watched(snapshot: Snapshot, cwd: str, stop: Callable[[], bool] | None) -> "TreeWatch | None":
     from neuron_migrate.tree_watch import TreeWatch  # ctypes: only a server's spare loads it
 
     return TreeWatch.start(
@@ -385,7 +387,7 @@ def held_ahead() -> list[dict[str, object]]:
     ]
 
 
-def _taken_ahead(path: str) -> tuple[Snapshot | None, TreeWatch | None]:
+def _taken_ahead(path: str) -> "tuple[Snapshot | None, TreeWatch | None]":
     """The snapshot at `path` as read ahead, if the file has not changed since, and the watch
     of its tree, if one watched it from this working folder."""
     known = _read_ahead.pop(path, None)
@@ -424,7 +426,7 @@ class Recorder:
         self.folders = listing.folders
         self.folder_signatures = _folder_signatures(listing.folders)
 
-    def collected(self, result: ScannedFile, table: FileFindings | None) -> None:
+    def collected(self, result: "ScannedFile", table: FileFindings | None) -> None:
         self.results[result.path] = (result, table)
 
     def entries(self, report: ScanReport) -> dict[str, FileEntry]:
@@ -442,7 +444,7 @@ def _folder_signatures(folders: list[str]) -> list[Signature | None]:
     return [settled(signature(folder), before) for folder in folders]
 
 
-def _outcome(result: ScannedFile) -> str:
+def _outcome(result: "ScannedFile") -> str:
     if result.error is not None:
         return "error"
     if result.prefiltered:
@@ -587,7 +589,7 @@ def spliced(
     scan_changed: ScanChanged,
     started: float,
     prefix: PrefixWriter | None = None,
-    watch: TreeWatch | None = None,
+    watch: "TreeWatch | None" = None,
 ) -> Written | Listing:
     """The report of a re-scan made from `snapshot` (which it changes), the files that
     changed scanned by `scan_changed`; when too many changed, or a row file is gone, the
@@ -869,18 +871,21 @@ def scan_json(
             if written.snapshot is None:
                 sink.write(after(written.pieces, skip))
                 return written.report
-            # The snapshot is stored, and the changed files' results cached, while the report
-            # is written: pickling holds the interpreter, copying the rows (`copy_file_range`)
-            # and syncing to disk do not. The rows it copies are open already, so the row
-            # files that storing deletes stay readable.
-            store = threading.Thread(
-                target=_store_quietly, args=(folder, written.snapshot, last_rows, changed)
-            )
-            store.start()
+            # The snapshot is stored, and the changed files' results cached, each on a thread
+            # of its own while the report is written: pickling holds the interpreter, copying
+            # the rows (`copy_file_range`) and syncing to disk do not. The rows it copies are
+            # open already, so the row files that storing deletes stay readable.
+            storing = [
+                threading.Thread(target=_store_quietly, args=(folder, written.snapshot, last_rows)),
+                threading.Thread(target=changed.close),
+            ]
+            for thread in storing:
+                thread.start()
             try:
                 sink.write(after(written.pieces, skip))
             finally:
-                store.join()
+                for thread in storing:
+                    thread.join()
             return written.report
     finally:
         changed.close()  # when no snapshot was stored
@@ -907,12 +912,9 @@ def _spliced_writing_ahead(
     return outcome, prefix.stop()
 
 
-def _store_quietly(
-    folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str], changed: _ChangedFiles
-) -> None:
+def _store_quietly(folder: SnapshotFolder, snapshot: Snapshot, replaced_rows: set[str]) -> None:
     with contextlib.suppress(OSError):  # without it, the next scan runs in full
         folder.store(snapshot, replaced_rows)
-    changed.close()
 
 
 class _ChangedFiles:
@@ -926,7 +928,7 @@ class _ChangedFiles:
         self._cache_dir = cache_dir
         self._cache: ResultCache | None = None
 
-    def __call__(self, files: list[SourcePath]) -> list[tuple[SourcePath, ScannedFile]]:
+    def __call__(self, files: list[SourcePath]) -> "list[tuple[SourcePath, ScannedFile]]":
         cache = self._cache = self._cache or ResultCache(self._cache_dir)
         settings = ScanSettings(self._plan.target, self._plan.max_bytes, cache.directory)
         found = scanned(files, settings, jobs=1, cache=cache, use_stat_index=False)

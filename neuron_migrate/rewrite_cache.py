@@ -10,8 +10,6 @@ file is tried again. One SQLite file in the scan's cache folder (`neuron_migrate
 written only by the main process of a rewrite.
 """
 
-from __future__ import annotations
-
 import hashlib
 import pickle
 import sqlite3

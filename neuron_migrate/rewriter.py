@@ -2,8 +2,6 @@
 a diff, write it in place atomically, or write a migrated copy of the tree. One file failing
 never stops the run."""
 
-from __future__ import annotations
-
 import difflib
 import multiprocessing
 import os
@@ -91,7 +89,7 @@ class FileRewrite:
         }
 
 
-def rewrite_source(source: str, ruleset: RuleSet, *, unsafe: bool) -> SourceRewrite:
+def rewrite_source(source: str, ruleset: RuleSet, *, unsafe: bool) -> "SourceRewrite":
     """`neuron_migrate.codemod.engine.rewrite_source`, which loads libcst: imported by the first
     file migrated, so that a run the cache answers never loads it."""
     from neuron_migrate.codemod.engine import rewrite_source as migrated

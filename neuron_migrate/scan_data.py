@@ -8,9 +8,6 @@ tool version) has another digest, so a stale copy is never read. The pickle star
 `DataHeader`, all a report needs when no file is analysed: reading it imports nothing.
 """
 
-from __future__ import annotations
-
-import hashlib
 import os
 import pickle
 from functools import lru_cache
@@ -18,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate import __version__
+from neuron_migrate.digests import cache_digest
 from neuron_migrate.resources import digest_yaml, matrix_dir, rules_dir
 
 if TYPE_CHECKING:  # loaded only when a file is analysed or the snapshot is made
@@ -29,9 +27,9 @@ if TYPE_CHECKING:  # loaded only when a file is analysed or the snapshot is made
 class Context(NamedTuple):
     """What classification reads: the matrix for the target, the API map, the rules."""
 
-    matrix: Matrix
-    api_map: ApiMap
-    rules: RuleSet
+    matrix: "Matrix"
+    api_map: "ApiMap"
+    rules: "RuleSet"
 
 
 class DataHeader(NamedTuple):
@@ -42,7 +40,7 @@ class DataHeader(NamedTuple):
     api_map_coverage: tuple[int, int]
 
     @classmethod
-    def of(cls, context: Context) -> DataHeader:
+    def of(cls, context: Context) -> "DataHeader":
         matrix = context.matrix
         return cls(matrix.version, matrix.torch_version, context.api_map.coverage())
 
@@ -50,7 +48,7 @@ class DataHeader(NamedTuple):
 @lru_cache(maxsize=4)
 def config_digest(target: str) -> str:
     """A digest of everything besides the file that a result depends on."""
-    digest = hashlib.sha256(__version__.encode() + b"\0" + target.encode())
+    digest = cache_digest(__version__.encode() + b"\0" + target.encode())
     for folder in (rules_dir(), matrix_dir()):
         digest_yaml(digest, folder)
     return digest.hexdigest()

@@ -6,9 +6,9 @@ talking to the others, and adding a file never moves the other files between sha
 
 from __future__ import annotations
 
-import hashlib
 import re
 
+from neuron_migrate.digests import sha256
 from neuron_migrate.errors import UsageError
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -27,7 +27,7 @@ def parse_shard(spec: str) -> tuple[int, int]:
 
 def shard_of(path: str, count: int) -> int:
     """The 1-based shard that owns `path` (a `/`-separated report path)."""
-    digest = hashlib.sha256(path.encode("utf-8")).digest()
+    digest = sha256(path.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
 
 

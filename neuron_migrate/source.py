@@ -4,10 +4,9 @@ Both the scan and the rewrite read files through here, so they reject the same b
 same words.
 """
 
-from __future__ import annotations
-
 import errno
 import os
+from codecs import BOM_UTF8
 from typing import NamedTuple
 
 from neuron_migrate.findings import FileError
@@ -60,11 +59,16 @@ def _read_all(fd: int, size: int) -> bytes:
 
 def decode(data: bytes, display: str) -> SourceFile | FileError:
     """Decode as Python does: a PEP 263 coding cookie or BOM, else UTF-8."""
-    import io
-    import tokenize  # here: a re-scan that the cache answers decodes nothing
-
     if b"\x00" in data:
         return FileError(display, "binary file (contains NUL bytes), not Python source", "binary")
+    if _says_no_encoding(data):
+        try:
+            return SourceFile(data.decode("utf-8"), data, "utf-8")
+        except UnicodeDecodeError:
+            pass  # reported below, as Python reports it
+    import io
+    import tokenize  # here: most files name no encoding
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
@@ -76,6 +80,15 @@ def decode(data: bytes, display: str) -> SourceFile | FileError:
     if text.startswith("\ufeff"):
         text = text[1:]
     return SourceFile(text, data, encoding)
+
+
+def _says_no_encoding(data: bytes) -> bool:
+    """No BOM, and no "coding" in the first two lines, where a coding cookie must be: Python
+    reads the file as UTF-8 (what `tokenize.detect_encoding` finds, without loading it)."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = second if second >= 0 else len(data)
+    return not data.startswith(BOM_UTF8) and data.find(b"coding", 0, head) < 0
 
 
 def syntax_error(exc: SyntaxError, display: str) -> FileError:

@@ -8,8 +8,6 @@ covers the next line of code (comment lines in between are skipped, so directive
 A suppression that matches no finding is reported, so stale ones do not pile up.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple

@@ -15,8 +15,6 @@ is reported, never rewritten. ``x = None`` -- the usual placeholder in
 The scan and the codemod share this model; nothing else resolves names.
 """
 
-from __future__ import annotations
-
 import ast
 from typing import NamedTuple
 
@@ -76,7 +74,7 @@ class Binding:
 class Scope:
     __slots__ = ("bindings", "global_names", "kind", "nonlocal_names", "parent")
 
-    def __init__(self, kind: str, parent: Scope | None) -> None:
+    def __init__(self, kind: str, parent: "Scope | None") -> None:
         self.kind = kind  # "module" | "class" | "function" | "comprehension"
         self.parent = parent
         self.bindings: dict[str, list[Binding]] = {}

@@ -8,8 +8,6 @@ variables, ...). Spans are 1-based lines and 0-based *character* columns, the sa
 what they see by construction.
 """
 
-from __future__ import annotations
-
 import ast
 import re
 from typing import NamedTuple

@@ -1,8 +1,6 @@
 """What the codemod says of a file, in names that do not load libcst: a rewrite whose files the
 cache answers never imports it."""
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 

@@ -6,8 +6,6 @@ amap.aten_for("torch.nn.Linear")               # forward then backward ops
 amap.aten_for_tensor_method("sort")            # ("aten::sort",)
 """
 
-from __future__ import annotations
-
 import re
 import threading
 from collections.abc import Mapping
@@ -19,7 +17,7 @@ from neuron_migrate.errors import DataFileError, UsageError
 from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 _FILE_RE = re.compile(r"^torch-(\d+\.\d+)\.yaml$")
-_cache: dict[str, ApiMap] = {}
+_cache: "dict[str, ApiMap]" = {}
 _lock = threading.Lock()
 
 

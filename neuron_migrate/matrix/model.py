@@ -4,8 +4,6 @@ The records, and the matrix holding them, are named tuples (see `neuron_migrate.
 not frozen dataclasses). All pickle across a process pool. No torch here.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import NamedTuple
 

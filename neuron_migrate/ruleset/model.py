@@ -4,8 +4,6 @@ Rules are named tuples holding only tuples and strings, so they hash, pickle acr
 pool and compare by value (see `neuron_migrate.records` for why not frozen dataclasses).
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 
 Safety = Literal["safe", "unsafe"]

@@ -23,8 +23,6 @@ changes, so that the next re-scan of the same tree need not read its snapshot, a
 watches their trees (`neuron_migrate.tree_watch`), so that it need not stat every file either.
 """
 
-from __future__ import annotations
-
 import contextlib
 import fcntl
 import gc
