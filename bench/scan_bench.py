@@ -40,6 +40,11 @@ class Row:
     scope: str  # which files: "all" or "xla"
     samples: list[dict[str, object]] = field(default_factory=list)
     note: str = ""  # why the row has no numbers
+    # A row measured beside a baseline: (its wall s, the baseline's) of each pair.
+    pairs: list[tuple[float, float]] = field(default_factory=list)
+
+    def paired_ratios(self) -> list[float]:
+        return [top / bottom for top, bottom in self.pairs if bottom]
 
     def median(self, metric: str) -> float | None:
         values = [float(s[metric]) for s in self.samples]  # type: ignore[arg-type]
@@ -220,6 +225,7 @@ def bench_corpus(
         if key in rows and not rows[key].note:
             rows[key].note = f"skipped (--skip {key})"
     scan = [*tools.scan, "scan", "--format", "json", "-j", jobs]
+    pairs = rows["rewrite"].pairs  # (rewrite, its libcst baseline) wall s, run back to back
     changed = corpora.file_to_change(corpus.files)
     original = changed.read_bytes()
     report = workdir / "out" / f"{corpus.key}-scan.json"
@@ -261,21 +267,34 @@ def bench_corpus(
                     changed.write_bytes(original)
         if tools.torchfix and slow:
             record(rows["torchfix"], [*tools.torchfix, str(corpus.root)])
-        record(rows["libcst_xla"], parse_only("libcst", corpus.xla_file_list, args.jobs))
-        # Rewrite runs every run, beside its libcst baseline: its ratio is near its target,
-        # and one sample of it spreads by a third on a shared machine. Cold: a fresh cache.
+        # Rewrite runs every run, right after its libcst baseline (`pairs_in_run` pairs): its
+        # ratio is near its target, and one sample of it spreads by a third on a shared
+        # machine, where the two rows of a pair share the machine's state. Cold: a fresh cache.
+        rewrite_cache = workdir / "cache" / f"{corpus.key}-rewrite"
+        cached = ["--cache-dir", str(rewrite_cache)] if tools.rewrite_caches else []
+        rewrite = [*(tools.rewrite or []), *cached, str(corpus.xla_root)]
+        for _ in range(pairs_in_run(run, args.runs, args.rewrite_runs)):
+            baseline = record(
+                rows["libcst_xla"], parse_only("libcst", corpus.xla_file_list, args.jobs)
+            )
+            if tools.rewrite:
+                shutil.rmtree(rewrite_cache, ignore_errors=True)
+                migrated = record(rows["rewrite"], rewrite)
+                if baseline is not None and migrated is not None:
+                    pairs.append((float(migrated["wall_s"]), float(baseline["wall_s"])))  # type: ignore[arg-type]
         if tools.rewrite:
-            rewrite_cache = workdir / "cache" / f"{corpus.key}-rewrite"
-            shutil.rmtree(rewrite_cache, ignore_errors=True)
-            cached = ["--cache-dir", str(rewrite_cache)] if tools.rewrite_caches else []
-            rewrite = [*tools.rewrite, *cached, str(corpus.xla_root)]
-            record(rows["rewrite"], rewrite)
             record(rows["rewrite_warm"], rewrite)
         if double is not None:
             double_report = report.with_name("b2-scan.json")
             record(rows["cold2"], [*scan, "--no-cache", str(double.root)], double_report)
     summarize_report(report)
     return list(rows.values())
+
+
+def pairs_in_run(run: int, runs: int, pairs: int) -> int:
+    """How many rewrite/baseline pairs run `run` (0-based) makes: `pairs` spread over `runs`,
+    the earlier runs taking one more, and at least one each."""
+    return max(1, pairs // runs + (run < pairs % runs))
 
 
 def summarize_report(report: Path) -> None:
@@ -353,6 +372,8 @@ def ratios(rows: list[Row], generated: bool) -> list[str]:
             out.append(f"{label:<30} {shown[0]:>9} {shown[1]:>9}")
             continue
         out.append(f"{label:<30} {shown[0]:>9} {shown[1]:>9}   {goal:<12} {_met(wall, op, target)}")
+        if top == "rewrite" and by["rewrite"].paired_ratios():
+            out += _paired_rewrite(by["rewrite"].paired_ratios(), target)
     if generated:
         worker = by["cold"].worker_mb()
         out.append(
@@ -367,6 +388,17 @@ def ratios(rows: list[Row], generated: bool) -> list[str]:
                 f"{'<= 1.1x':<12} {_met(growth, '<=', 1.1)}"
             )
     return out
+
+
+def _paired_rewrite(each: list[float], target: float) -> list[str]:
+    """The rewrite's ratio pair by pair (each beside the baseline run just before it, so
+    both saw the same machine), and their median."""
+    middle = statistics.median(each)
+    return [
+        f"{'  paired (median of pairs)':<30} {_fmt_ratio(middle, 'x'):>9} {'-':>9}   "
+        f"{f'<= {target:g}x':<12} {_met(middle, '<=', target)}",
+        f"{'  pair by pair':<30} " + " ".join(f"{r:.2f}" for r in each),
+    ]
 
 
 def _fmt_ratio(value: float | None, unit: str) -> str:
@@ -414,6 +446,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="runs of the minutes-long rows: TorchFix and libcst over all files (default: --runs)",
     )
     parser.add_argument(
+        "--rewrite-runs",
+        type=int,
+        help="rewrite/libcst pairs (torch_xla files), spread over the runs (default: 5, "
+        "at least --runs; 1 a run with --quick)",
+    )
+    parser.add_argument(
         "--jobs",
         "-j",
         type=int,
@@ -449,6 +487,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 3)
     args.slow_runs = min(args.slow_runs or args.runs, args.runs)
+    args.rewrite_runs = max(args.rewrite_runs or (args.runs if args.quick else 5), args.runs)
     args.files = args.files or (600 if args.quick else 5000)
     args.a_limit = args.a_limit if args.a_limit is not None else (300 if args.quick else 0)
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -475,7 +514,8 @@ def main(argv: list[str] | None = None) -> int:
             f" ({args.slow_runs} for TorchFix and libcst over all files)"
             if args.slow_runs != args.runs
             else ""
-        ),
+        )
+        + f"; {args.rewrite_runs} rewrite/libcst pairs on torch_xla files",
     ]
     lines = list(header)
     dump: dict[str, object] = {"header": header, "corpora": {}}
@@ -499,7 +539,10 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", corpus.describe(), *table(corpus, rows), "", *ratios(rows, key == "b")]
         dump["corpora"][corpus.key] = {  # type: ignore[index]
             "describe": corpus.describe(),
-            "rows": {r.key: {"label": r.label, "note": r.note, "samples": r.samples} for r in rows},
+            "rows": {
+                r.key: {"label": r.label, "note": r.note, "samples": r.samples, "pairs": r.pairs}
+                for r in rows
+            },
         }
     print("\n".join(lines))
     if args.json:

@@ -46,11 +46,15 @@ def test_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
 def test_bench_prints_the_table(tmp_path: Path) -> None:
     done = _bench(
         "scan_bench.py",
-        *("--corpora", "b", "--files", "24", "--runs", "1", "--jobs", "2"),
-        *("--skip", "torchfix,libcst", "--workdir", str(tmp_path)),
+        *("--corpora", "b", "--files", "24", "--runs", "1", "--rewrite-runs", "2"),
+        *("--jobs", "2", "--skip", "torchfix,libcst", "--workdir", str(tmp_path)),
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
+    # Both rewrite/libcst pairs ran in the one run, and their ratios are shown one by one.
+    pair_line = next(line for line in out.splitlines() if "pair by pair" in line)
+    assert len(pair_line.split()[3:]) == 2, pair_line
+    assert "paired (median of pairs)" in out
     for label in (
         "ast.parse only",
         "scan cold (fresh cache)",
