@@ -273,7 +273,8 @@ def bench_corpus(
         rewrite_cache = workdir / "cache" / f"{corpus.key}-rewrite"
         cached = ["--cache-dir", str(rewrite_cache)] if tools.rewrite_caches else []
         rewrite = [*(tools.rewrite or []), *cached, str(corpus.xla_root)]
-        for _ in range(pairs_in_run(run, args.runs, args.rewrite_runs)):
+        paired = not rows["rewrite"].note  # else the baseline runs once a run, alone
+        for _ in range(pairs_in_run(run, args.runs, args.rewrite_runs) if paired else 1):
             baseline = record(
                 rows["libcst_xla"], parse_only("libcst", corpus.xla_file_list, args.jobs)
             )
@@ -448,8 +449,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--rewrite-runs",
         type=int,
-        help="rewrite/libcst pairs (torch_xla files), spread over the runs (default: 5, "
-        "at least --runs; 1 a run with --quick)",
+        help="rewrite/libcst pairs (torch_xla files), spread over the runs (default: 5, or "
+        "--runs if more; with --quick, one a run)",
     )
     parser.add_argument(
         "--jobs",
@@ -515,7 +516,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.slow_runs != args.runs
             else ""
         )
-        + f"; {args.rewrite_runs} rewrite/libcst pairs on torch_xla files",
+        + (
+            ""
+            if "rewrite" in args.skip
+            else f"; {args.rewrite_runs} rewrite/libcst pairs on torch_xla files"
+        ),
     ]
     lines = list(header)
     dump: dict[str, object] = {"header": header, "corpora": {}}
