@@ -278,7 +278,7 @@ def bench_corpus(
             baseline = record(
                 rows["libcst_xla"], parse_only("libcst", corpus.xla_file_list, args.jobs)
             )
-            if tools.rewrite:
+            if paired:
                 shutil.rmtree(rewrite_cache, ignore_errors=True)
                 migrated = record(rows["rewrite"], rewrite)
                 if baseline is not None and migrated is not None:
