@@ -7,8 +7,9 @@ implementations give the same digests and load nothing.
 - `sha256`: where a digest is seen outside the tool and must not change (finding fingerprints,
   which baselines hold; shard assignment). CPython's SHA-256 is about a fifth of OpenSSL's
   speed on large inputs, so it is kept for short ones.
-- `cache_digest` (BLAKE2b): for what only the tool's caches are keyed by (file contents, the
-  bundled data): about as fast as OpenSSL's SHA-256 (1 GB/s here), and in every CPython.
+- `cache_digest` (BLAKE2b): for what only the tool's caches are keyed and named by (file
+  contents, the bundled data, the settings, the report snapshots and stat indexes): about as
+  fast as OpenSSL's SHA-256 (1 GB/s here), and in every CPython.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from neuron_migrate.api import (
     select_files,
 )
 from neuron_migrate.cache import ResultCache, default_cache_dir
-from neuron_migrate.digests import sha256
+from neuron_migrate.digests import cache_digest
 from neuron_migrate.discover import SourcePath, sources_then_notebooks
 from neuron_migrate.engine import ScanSettings
 from neuron_migrate.errors import CacheError
@@ -200,7 +200,7 @@ def settings_digest(plan: ScanPlan) -> str:
         plan.config,
         plan.policy,
     )
-    return sha256(repr(_canonical(parts)).encode()).hexdigest()
+    return cache_digest(repr(_canonical(parts)).encode()).hexdigest()
 
 
 def _canonical(value: Any) -> Any:
@@ -222,7 +222,7 @@ class SnapshotFolder:
 
     def __init__(self, cache_dir: Path, plan: ScanPlan) -> None:
         self.folder = cache_dir / _FOLDER
-        self.scope = sha256(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
+        self.scope = cache_digest(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
         self._opened: dict[str, Segment] = {}
         self._created: set[str] = set()  # row files this process wrote
         # What changed in the tree since the snapshot `load` gave, when a spare watched it.

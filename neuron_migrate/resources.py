@@ -30,7 +30,7 @@ def matrix_dir() -> Path:
 
 
 def digest_yaml(digest: Any, folder: Path) -> None:
-    """Feed `digest` (a hashlib-like object) every YAML file under `folder`, path and bytes, in a
+    """Feed `digest` (`digests.cache_digest`) every YAML file under `folder`, path and bytes, in a
     fixed order: what a cached result keyed by it depends on of the data."""
     for path in sorted(folder.rglob("*.yaml")):
         digest.update(str(path.relative_to(folder)).encode())

@@ -10,7 +10,6 @@ file is tried again. One SQLite file in the scan's cache folder (`neuron_migrate
 written only by the main process of a rewrite.
 """
 
-import hashlib
 import pickle
 import sqlite3
 import zlib
@@ -20,6 +19,7 @@ from typing import NamedTuple
 from neuron_migrate import __version__
 from neuron_migrate.cache import MAX_QUERY_KEYS, cache_errors
 from neuron_migrate.codemod.results import Outcome
+from neuron_migrate.digests import cache_digest
 from neuron_migrate.resources import digest_yaml, rules_dir
 
 # Named by the layout of its entries: another layout is another file, never misread.
@@ -39,13 +39,13 @@ class CachedRewrite(NamedTuple):
 
 def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
     """A digest of what a rewrite depends on besides the file."""
-    digest = hashlib.sha256(f"{__version__}\0unsafe={unsafe}".encode())
+    digest = cache_digest(f"{__version__}\0unsafe={unsafe}".encode())
     digest_yaml(digest, rules or rules_dir())
     return digest.hexdigest()
 
 
 def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
-    digest = hashlib.sha256(data)
+    digest = cache_digest(data)
     digest.update(b"\0notebook\0" if notebook else b"\0source\0")
     digest.update(settings.encode())
     return digest.hexdigest()

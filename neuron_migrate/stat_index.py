@@ -21,7 +21,7 @@ import os
 import pickle
 import time
 
-from neuron_migrate.digests import sha256
+from neuron_migrate.digests import cache_digest
 
 # Outcomes: a cache key (64 hex digits), or one of these, which are not keys.
 PREFILTERED = ""  # a file the prefilter skipped
@@ -78,7 +78,7 @@ class Taken:
 def index_name(config_digest: str) -> str:
     """The index of scans run from this folder with this configuration (paths as given are
     relative to the working folder)."""
-    return sha256(f"{os.getcwd()}\0{config_digest}".encode()).hexdigest()
+    return cache_digest(f"{os.getcwd()}\0{config_digest}".encode()).hexdigest()
 
 
 class StatIndex:
