@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -207,13 +206,9 @@ def main() -> int:
         return 2
     # The simulated device must stay off: it would claim the same device.
     env = {k: v for k, v in os.environ.items() if k != runtime_overhead.SIM_ENV}
-    command = [sys.executable, os.path.abspath(__file__), *sys.argv[1:], CHILD_FLAG]
-    runs = []
-    for _ in range(args.runs):
-        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
-        if done.returncode:
-            return done.returncode
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = runtime_overhead.child_runs(__file__, env, args.runs)
+    if isinstance(runs, int):
+        return runs
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "runs": runs}, default=str))
     _report(runs, args)

@@ -203,6 +203,23 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
 
 
+def child_runs(
+    script: str, env: dict[str, str], count: int, before_each: Callable[[], object] | None = None
+) -> list[Any] | int:
+    """Run `script` with this process's arguments and `CHILD_FLAG`, `count` times, each in a
+    fresh process with `env`: the JSON each run printed last, or the first failing exit code."""
+    command = [sys.executable, os.path.abspath(script), *sys.argv[1:], CHILD_FLAG]
+    runs = []
+    for _ in range(count):
+        if before_each is not None:
+            before_each()
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
+        if done.returncode:
+            return done.returncode
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_options(parser)
@@ -212,14 +229,10 @@ def main() -> int:
         return 0
     # The device installs at `import torch`; each run starts a process with it switched on.
     env = dict(os.environ, **{SIM_ENV: "1"})
-    command = [sys.executable, os.path.abspath(__file__), *sys.argv[1:], CHILD_FLAG]
-    runs, loads = [], []
-    for _ in range(args.runs):
-        loads.append(_load_average())
-        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
-        if done.returncode:
-            return done.returncode
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    loads: list[str] = []
+    runs = child_runs(__file__, env, args.runs, lambda: loads.append(_load_average()))
+    if isinstance(runs, int):
+        return runs
     loads.append(_load_average())
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

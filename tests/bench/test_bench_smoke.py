@@ -157,3 +157,25 @@ def test_privateuse1_features_says_what_works_and_what_fails(floor_build: Path) 
     assert len(verdicts) == 13 and set(verdicts.values()) <= {"works", "fails"}
     assert verdicts["factories, .item()"] == "works"
     assert verdicts["a CPU tensor mixed in (to fail)"] == "fails"  # as a real device refuses it
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_runtime_phases_prints_every_phase_and_difference() -> None:
+    done = _bench("runtime_phases.py", "--runs", "1", "--steps", "1", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    sys.path.insert(0, str(BENCH))
+    try:
+        import runtime_phases
+    finally:
+        sys.path.remove(str(BENCH))
+    for label in runtime_phases.CONFIGS:
+        row = next(line for line in lines if line.strip().startswith(label + "  "))
+        cells = row.strip()[len(label) :].split()
+        assert len(cells) == len(runtime_phases.PHASES) + 1, row  # a µs figure a phase, a ratio
+        assert all(cell.isdigit() for cell in cells[:-1]) and cells[-1].endswith("x"), row
+    for minuend, subtrahend in runtime_phases.DIFFERENCES:
+        at = lines.index(f"  {minuend} - {subtrahend}")
+        phases = [line.split()[0] for line in lines[at + 1 : at + 1 + len(runtime_phases.PHASES)]]
+        assert phases == list(runtime_phases.PHASES)
