@@ -20,7 +20,8 @@ from typing import Any
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from neuron_migrate.codemod.positions import Extent
+from neuron_migrate.codemod.positions import Extent, Recording
+from neuron_migrate.codemod.recorded_printing import emit
 from neuron_migrate.codemod.results import RewriteFailed
 from neuron_migrate.codemod.spansets import SourceText
 
@@ -40,7 +41,7 @@ class Printer:
         printed = self._printed.get(stmt)
         if printed is None:
             state = _Printing(self.default_indent, self.default_newline)
-            stmt._codegen(state)
+            emit(state, stmt)
             printed = self._printed[stmt] = (state.tokens, state.checked())
         return printed
 
@@ -105,8 +106,10 @@ _UNRECORDED = _Unrecorded()
 
 
 @dataclass
-class _Printing(CodegenState):
-    """A printer that knows which of its tokens are an opaque statement's source."""
+class _Printing(Recording):
+    """A printer that knows which of its tokens are an opaque statement's source. It is a
+    `Recording`, whose positions `recorded_printing` reads while it prints; nothing reads them
+    after, so the nodes libcst prints note no syntactic span."""
 
     sources: list[int] = field(default_factory=list)  # indices in `tokens`
 

@@ -3,7 +3,9 @@
 The spans are the ones libcst's `PositionProvider` gives (syntactic: without the whitespace a
 node owns, 1-based lines, 0-based character columns), from one printing of the tree that also
 returns its code. It does the provider's work with tuples and plain context objects instead of
-position objects and generator-based context managers, which makes it several times cheaper.
+position objects and generator-based context managers, which makes it several times cheaper;
+the common kinds of node print by functions of their own (`recorded_printing.py`), without
+libcst's printing machinery.
 
 A syntactic span may leave out part of a node (a function's decorators, a parameter's default),
 so the printing also notes each node's extent: where all it prints starts and ends.
@@ -20,6 +22,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState  # the printer libcst's own providers extend
 
 from neuron_migrate.codemod.passes import INERT
+from neuron_migrate.codemod.recorded_printing import emit
 
 Span = tuple[int, int, int, int]
 Extent = tuple[int, int, int, int]  # as a span, whitespace included
@@ -30,7 +33,9 @@ _UNRECORDED = INERT - {cst.RightParen}
 
 
 @dataclass
-class _Recording(CodegenState):
+class Recording(CodegenState):
+    """The printer that notes where every node lands (`printed`)."""
+
     spans: dict[cst.CSTNode, Span] = field(default_factory=dict)
     extents: dict[cst.CSTNode, Extent] = field(default_factory=dict)
     line: int = 1
@@ -85,7 +90,7 @@ class _Syntactic:
 
     def __init__(
         self,
-        state: _Recording,
+        state: Recording,
         node: cst.CSTNode,
         start_node: cst.CSTNode | None,
         end_node: cst.CSTNode | None,
@@ -122,8 +127,12 @@ class Printed:
     extents: dict[cst.CSTNode, Extent]  # where all each node prints is
 
 
-def printed(module: cst.Module) -> Printed:
-    """The module's code, with the span and the extent of every node in it."""
-    state = _Recording(default_indent=module.default_indent, default_newline=module.default_newline)
-    module._codegen(state)
+def printed(module: cst.Module, *, by_libcst: bool = False) -> Printed:
+    """The module's code, with the span and the extent of every node in it. The common kinds
+    of node print by `recorded_printing`, the others by libcst (`by_libcst`: all of them)."""
+    state = Recording(default_indent=module.default_indent, default_newline=module.default_newline)
+    if by_libcst:
+        module._codegen(state)
+    else:
+        emit(state, module)
     return Printed("".join(state.tokens), state.spans, state.extents)

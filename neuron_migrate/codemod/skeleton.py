@@ -11,7 +11,7 @@ they may change.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from neuron_migrate.codemod.outline import Cut, Headers, OutlineError, outline
-from neuron_migrate.codemod.positions import Printed, printed
+from neuron_migrate.codemod.positions import Printed, Recording, printed
+from neuron_migrate.codemod.recorded_printing import HANDLERS, emit, note_extent
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,12 @@ class OpaqueStatement(cst.BaseStatement):
         return self  # nothing inside is visited
 
     def _codegen_impl(self, state: CodegenState) -> None:
+        self.print_with(state, _by_libcst(state))
+
+    def print_with(self, state: CodegenState, emit: Callable[[cst.CSTNode], None]) -> None:
+        """Print onto `state`, each child node by `emit`."""
         for line in self.leading_lines:
-            line._codegen(state)
+            emit(line)
         state.add_indent_tokens()
         text = self.cut.text
         # The newline is a token of its own, as every statement ends: a module without a
@@ -76,14 +81,18 @@ class OpaqueCompound(cst.BaseStatement):
         return OpaqueCompound(self.headers, bodies, self.clause_lines, self.leading_lines)  # type: ignore[arg-type]
 
     def _codegen_impl(self, state: CodegenState) -> None:
+        self.print_with(state, _by_libcst(state))
+
+    def print_with(self, state: CodegenState, emit: Callable[[cst.CSTNode], None]) -> None:
+        """Print onto `state`, each child node by `emit`."""
         for line in self.leading_lines:
-            line._codegen(state)
+            emit(line)
         for k, (header, body) in enumerate(zip(self.headers.texts, self.bodies, strict=True)):
             for line in self.clause_lines[k - 1] if k else ():
-                line._codegen(state)
+                emit(line)
             state.add_indent_tokens()
             state.add_token(header)
-            body._codegen(state)
+            emit(body)
 
     def parse_headers(self) -> cst.Module:
         """The headers parsed on their own, each over a `pass` (inside an `if` block when the
@@ -91,6 +100,21 @@ class OpaqueCompound(cst.BaseStatement):
         indent = self.headers.indent
         text = "".join(f"{indent}{header}\n{indent} pass\n" for header in self.headers.texts)
         return cst.parse_module(f"if 1:\n{text}" if indent else text)
+
+
+def _by_libcst(state: CodegenState) -> Callable[[cst.CSTNode], None]:
+    return lambda node: node._codegen(state)
+
+
+def _recorded(state: Recording, node: OpaqueStatement | OpaqueCompound) -> None:
+    """How `recorded_printing` prints an opaque node: its children by their handlers."""
+    line, column = state.line, state.column
+    node.print_with(state, lambda child: emit(state, child))
+    note_extent(state, node, line, column)
+
+
+HANDLERS[OpaqueStatement] = _recorded
+HANDLERS[OpaqueCompound] = _recorded
 
 
 # Where the statements of each compound node are, in source order.
@@ -198,11 +222,13 @@ def parse_printed(
     module = _outlined(source, tree, site_lines, xla_lines)
     if module is not None:
         found = printed(module)
+        if found.code != source:  # a printing `recorded_printing` does not follow
+            found = printed(module, by_libcst=True)
         if found.code == source:
             return module, found
         # A layout the outline misread: never guess, parse the module whole.
     module = cst.parse_module(source)
-    return module, printed(module)
+    return module, printed(module, by_libcst=True)
 
 
 def _outlined(

@@ -191,6 +191,47 @@ def test_spans_are_the_position_providers() -> None:
             assert spans[node] == span, (path.name, type(node).__name__)
 
 
+# What `recorded_printing` prints by its own functions, in the forms libcst parses them to: one
+# parenthesized or spaced token, keyword and star arguments, trailing commas, continuation
+# lines, triple-quoted strings, semicolons, empty blocks, every clause of `try`, `with` and `if`.
+PRINTING = (
+    "import torch_xla.core.xla_model as xm  # note\n\n"
+    "x = (  # open\n    a  .  b (  1 ,y = 2,  *args , ** kw, )\n)\n"
+    "y = ((z)) ; w = 'a' \\\n    ; v = 1.5\n"
+    'doc = """two\nlines"""\n'
+    "def f():\n    return\n\n\ndef g(): return (x)\n"
+    "try:\n    xm.mark_step()\nexcept (ValueError, KeyError) as error:  # why\n    pass\n"
+    "except Exception:\n\n    raise\nelse:\n    pass\nfinally :\n    done = True\n"
+    "with a as b, c:\n    pass\nwith (\n    open(p) as f,\n    open(q) as g,\n):\n    pass\n"
+    "if a:\n    pass\nelif b:  # elif\n    x = 1\nelse:\n    # only a comment\n    y = 2\n"
+    "    # after\n\n# end\n"
+)
+
+
+def _printing_cases() -> list[tuple[str, cst.Module]]:
+    sources = [
+        ("printing", PRINTING),
+        *((str(p.name), p.read_text(encoding="utf-8")) for p in SOURCES),
+    ]
+    sources += [(name, text) for name, text in LAYOUTS.items() if name != "carriage returns"]
+    cases = []
+    for name, source in sources:
+        cases.append((name, cst.parse_module(source)))
+        outlined = _outlined(source)
+        if outlined is not None:
+            cases.append((f"{name} (outlined)", outlined))
+    return cases
+
+
+def test_recorded_printing_is_libcsts() -> None:
+    """The code, spans and extents `recorded_printing` gives are those of libcst's printing."""
+    for name, module in _printing_cases():
+        ours, libcsts = printed(module), printed(module, by_libcst=True)
+        assert ours.code == libcsts.code, name
+        assert ours.spans == libcsts.spans, name
+        assert ours.extents == libcsts.extents, name
+
+
 # Random layouts: statements with and without sites, in random blocks, between random
 # comment and blank lines.
 SIMPLE = [
@@ -265,3 +306,11 @@ def _valid(text: str) -> bool:
 @given(_programs().filter(_valid))
 def test_random_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
     _assert_same(program)
+    outlined = _outlined(program)
+    for module in (cst.parse_module(program), *([outlined] if outlined is not None else [])):
+        ours, libcsts = printed(module), printed(module, by_libcst=True)
+        assert (ours.code, ours.spans, ours.extents) == (
+            libcsts.code,
+            libcsts.spans,
+            libcsts.extents,
+        )
