@@ -67,7 +67,7 @@ def note_extent(state: Recording, node: cst.CSTNode, line: int, column: int) -> 
 
 def _open(state: Recording, node: Any) -> None:
     for lpar in node.lpar:
-        state.add_token("(")
+        _plain(state, "(")
         _whitespace(state, lpar.whitespace_after)
 
 
