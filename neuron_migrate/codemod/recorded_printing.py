@@ -265,17 +265,13 @@ def _assign_target(state: Recording, node: cst.AssignTarget) -> None:
 
 
 def _simple_statement_line(state: Recording, node: cst.SimpleStatementLine) -> None:
-    line, column = state.line, state.column
-    for leading in node.leading_lines:
-        emit(state, leading)
-    _indent(state)
+    line, column, start_line, start_column = _leading(state, node)
     body = node.body
-    start_line, start_column = state.line, state.column
     if body:
         last = len(body) - 1
         for index, stmt in enumerate(body):
             emit(state, stmt, default_semicolon=index != last)
-        state.spans[node] = (start_line, start_column, *state.spans[body[last]][2:])
+        _syntactic_to(state, node, start_line, start_column, body[last])
     else:
         _plain(state, "pass")
         state.spans[node] = (start_line, start_column, state.line, state.column)
