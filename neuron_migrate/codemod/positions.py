@@ -22,7 +22,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState  # the printer libcst's own providers extend
 
 from neuron_migrate.codemod.passes import INERT
-from neuron_migrate.codemod.recorded_printing import emit
+from neuron_migrate.codemod.recorded_printing import emit, note_extent
 
 Span = tuple[int, int, int, int]
 Extent = tuple[int, int, int, int]  # as a span, whitespace included
@@ -68,10 +68,7 @@ class Recording(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED:
             return
-        line, column = self.starts.pop()
-        self.extents[node] = (line, column, self.line, self.column)
-        if node not in self.spans:  # a syntactic span recorded inside wins
-            self.spans[node] = (line, column, self.line, self.column)
+        note_extent(self, node, *self.starts.pop())  # a syntactic span recorded inside wins
 
     def record_syntactic_position(
         self,

@@ -58,7 +58,8 @@ def _indent(state: Recording) -> None:
 
 
 def note_extent(state: Recording, node: cst.CSTNode, line: int, column: int) -> None:
-    """What the recording printer's `after_codegen` notes for a node it records."""
+    """What the recording printer notes for a node it records, which started at `line`,
+    `column`: its extent, and its span unless a syntactic one was noted inside."""
     extent = (line, column, state.line, state.column)
     state.extents[node] = extent
     if node not in state.spans:
@@ -105,7 +106,7 @@ def _comment(state: Recording, node: cst.Comment) -> None:
 def _trailing_whitespace(state: Recording, node: cst.TrailingWhitespace) -> None:
     _whitespace(state, node.whitespace)
     if node.comment is not None:
-        _plain(state, node.comment.value)
+        _comment(state, node.comment)
     _newline(state, node.newline)
 
 
@@ -114,7 +115,7 @@ def _empty_line(state: Recording, node: cst.EmptyLine) -> None:
         _indent(state)
     _whitespace(state, node.whitespace)
     if node.comment is not None:
-        _plain(state, node.comment.value)
+        _comment(state, node.comment)
     _newline(state, node.newline)
 
 

@@ -223,13 +223,17 @@ def _printing_cases() -> list[tuple[str, cst.Module]]:
     return cases
 
 
-def test_recorded_printing_is_libcsts() -> None:
+def _assert_prints_as_libcst(module: cst.Module, name: str) -> None:
     """The code, spans and extents `recorded_printing` gives are those of libcst's printing."""
+    ours, libcsts = printed(module), printed(module, by_libcst=True)
+    assert ours.code == libcsts.code, name
+    assert ours.spans == libcsts.spans, name
+    assert ours.extents == libcsts.extents, name
+
+
+def test_recorded_printing_is_libcsts() -> None:
     for name, module in _printing_cases():
-        ours, libcsts = printed(module), printed(module, by_libcst=True)
-        assert ours.code == libcsts.code, name
-        assert ours.spans == libcsts.spans, name
-        assert ours.extents == libcsts.extents, name
+        _assert_prints_as_libcst(module, name)
 
 
 # Random layouts: statements with and without sites, in random blocks, between random
@@ -308,9 +312,4 @@ def test_random_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
     _assert_same(program)
     outlined = _outlined(program)
     for module in (cst.parse_module(program), *([outlined] if outlined is not None else [])):
-        ours, libcsts = printed(module), printed(module, by_libcst=True)
-        assert (ours.code, ours.spans, ours.extents) == (
-            libcsts.code,
-            libcsts.spans,
-            libcsts.extents,
-        )
+        _assert_prints_as_libcst(module, program)
