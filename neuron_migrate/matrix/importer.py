@@ -456,18 +456,14 @@ class _Resolver:
 
 
 SPARSE = ("SparseCPU", "SparseCsrCPU")
-SPARSE_WORDS = (
-    "sparse",
-    "coalesce",
-    "_indices",
-    "_values",
-    "crow_",
-    "ccol_",
-    "_nnz",
-    "_dimI",
-    "_dimV",
-)
-SPARSE_NAMES = {"aten::indices", "aten::values", "aten::row_indices", "aten::col_indices"}
+SPARSE_WORDS = ("sparse", "coalesce", "crow_", "ccol_", "_nnz", "_dimI", "_dimV")
+# The accessors of a sparse tensor's parts, by name: "_indices" and "_values" as words would
+# also take dense ops (`max_pool2d_with_indices`, `tril_indices`, `_nested_get_values`).
+SPARSE_NAMES = {
+    f"aten::{name}{copy}"
+    for name in ("indices", "values", "_indices", "_values", "row_indices", "col_indices")
+    for copy in ("", "_copy")
+}
 
 
 def _base(op: str) -> str:

@@ -74,3 +74,30 @@ def test_torch_gives_private_use1_the_generic_structured_kernel():
     table = torch._C._dispatch_dump_table("aten::any.dim")
     line = next(x for x in table.splitlines() if x.startswith("PrivateUse1:"))
     assert "CompositeExplicitAutogradNonFunctional" in line and "default backend kernel" in line
+
+
+# Dense ops whose names hold a sparse accessor's ("_indices"), and the accessors themselves.
+_DENSE_NAMED_LIKE_SPARSE = (
+    "aten::max_pool1d_with_indices",
+    "aten::max_pool2d_with_indices",
+    "aten::max_pool2d_with_indices_backward",
+    "aten::max_pool3d_with_indices",
+    "aten::tril_indices",
+    "aten::triu_indices",
+)
+_SPARSE_ACCESSORS = (
+    "aten::_indices",
+    "aten::_values",
+    "aten::indices",
+    "aten::values_copy",
+    "aten::col_indices",
+    "aten::crow_indices",
+)
+
+
+@pytest.mark.parametrize("version", _VERSIONS)
+def test_the_sparse_rule_takes_sparse_accessors_not_dense_ops_named_like_them(version):
+    matrix = load_matrix(version)
+    statuses = {op: matrix.op_status(op).status for op in _DENSE_NAMED_LIKE_SPARSE}
+    assert "unsupported" not in statuses.values(), statuses
+    assert {matrix.op_status(op).status for op in _SPARSE_ACCESSORS} == {"unsupported"}
