@@ -117,6 +117,72 @@ def test_device_basics(sim_run) -> None:
     assert "memory format" in refusal["message"] and refusal["location"].startswith("script.py:")
 
 
+CHECKPOINTS = """
+import io, warnings
+import torch, torch.nn as nn
+
+def saved(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+def loaded(data, **options):
+    return torch.load(io.BytesIO(data), **options)
+
+# A checkpoint written on the host, loaded onto the device every way `map_location` says it.
+host = nn.Linear(3, 2)
+data = saved({"model": host.state_dict(), "step": torch.tensor(7)})
+for location in ("neuron", "neuron:0", torch.device("neuron"), {"cpu": "neuron"}):
+    state = loaded(data, map_location=location)
+    assert state["model"]["weight"].device.type == "neuron", location
+    assert torch.equal(state["model"]["weight"].cpu(), host.weight.detach()), location
+    assert state["step"].device.type == "neuron" and state["step"].item() == 7
+model = nn.Linear(3, 2).to("neuron")
+model.load_state_dict(loaded(data, map_location="neuron")["model"])
+assert torch.equal(model.weight.detach().cpu(), host.weight.detach())
+
+# Saved from the device, with an optimizer's state; back on the device or on the host.
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+model(torch.randn(4, 3, device="neuron")).sum().backward()
+optimizer.step()
+data = saved({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
+for location, kind in ((None, "neuron"), ("neuron", "neuron"), ("cpu", "cpu")):
+    state = loaded(data, map_location=location)
+    assert state["model"]["bias"].device.type == kind, location
+    assert state["optimizer"]["state"][0]["momentum_buffer"].device.type == kind, location
+
+# A whole pickled module, and float64, which the device keeps as float32 and reports as float64.
+module = loaded(saved(nn.Linear(2, 2)), map_location="neuron", weights_only=False)
+assert isinstance(module.weight, nn.Parameter) and module.weight.device.type == "neuron"
+assert module.weight.requires_grad
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    wide = loaded(saved(torch.arange(3, dtype=torch.float64)), map_location="neuron")
+assert wide.device.type == "neuron" and wide.dtype == torch.float64 and wide.sum().item() == 3
+
+# A device the process does not have, as torch says it; a storage is never put on the device.
+try:
+    loaded(saved(torch.ones(2)), map_location="neuron:1")
+except RuntimeError as error:
+    assert "device_count() is 1" in str(error), error
+else:
+    raise AssertionError("neuron:1 must be refused")
+try:
+    torch.ones(2).untyped_storage().to(device="neuron")
+except RuntimeError as error:
+    assert "no device allocator" in str(error), error
+else:
+    raise AssertionError("a storage on the device must be refused")
+print("CHECKPOINTS_OK")
+"""
+
+
+def test_checkpoints_load_onto_the_device_however_map_location_names_it(sim_run) -> None:
+    run = sim_run(CHECKPOINTS)
+    assert run.exit_code == 0, run.err
+    assert "CHECKPOINTS_OK" in run.out
+
+
 MEMORY = """
 import torch
 
