@@ -24,7 +24,7 @@ from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
 from neuron_sim.policy import NATIVE, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
-from neuron_sim.source import _is_user_file
+from neuron_sim.source import _is_user_file, user_location
 from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
 
 BACKEND_NAME = "neuron"
@@ -86,6 +86,9 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
     assert _policy is not None
     count = 0
     refused: dict[str, str | None] = {}
+    # An op of torch's own modules has no user frame in its node's stack: the user's line is
+    # then where the compiled code was called (compiling runs inside that first call).
+    calling = user_location()
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -95,7 +98,7 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
             status = _policy.record_for(target.name()).status
             if status != NATIVE and target.name() not in refused:
                 refused[target.name()] = f"{status}" + (
-                    f", {line}" if (line := _user_line(node)) else ""
+                    f", {line}" if (line := _user_line(node) or calling) else ""
                 )
         elif isinstance(target, torch._ops.HigherOrderOperator):
             count += 1
