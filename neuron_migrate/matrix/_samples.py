@@ -312,6 +312,29 @@ def module_factories() -> dict[str, ModuleFactory]:
     return {f"torch.nn.{k}": v for k, v in m.items()}
 
 
+# Ops a module reaches on a PrivateUse1 device that the stand-in device (`meta`) does not show:
+# torch's LSTM and GRU code calls the fused cells (no CPU kernel) instead of the gate arithmetic
+# when the input is on a PrivateUse1 device, as neuron-migrate's simulated device shows.
+_LSTM_CELL = {
+    "forward": ["aten::_thnn_fused_lstm_cell"],
+    "backward": ["aten::_thnn_fused_lstm_cell_backward_impl"],
+}
+_GRU_CELL = {
+    "forward": ["aten::_thnn_fused_gru_cell"],
+    "backward": ["aten::_thnn_fused_gru_cell_backward"],
+}
+
+
+def device_path_ops() -> dict[str, dict[str, list[str]]]:
+    """Per module, the ops to add to its forward and backward: the device path's own."""
+    return {
+        "torch.nn.LSTM": _LSTM_CELL,
+        "torch.nn.LSTMCell": _LSTM_CELL,
+        "torch.nn.GRU": _GRU_CELL,
+        "torch.nn.GRUCell": _GRU_CELL,
+    }
+
+
 OptimizerFactory = Callable[[Callable[[Any], Any]], torch.optim.Optimizer]
 
 

@@ -164,6 +164,12 @@ class Builder:
             self._try(self.methods, s.qualname, s.call, s.setup())
         for name, factory in _samples.module_factories().items():
             self.module(name, factory)
+        for name, added in _samples.device_path_ops().items():
+            entry = self.modules.get(name)
+            if entry is None:  # failed to trace: listed under `failed`
+                continue
+            for half, ops in added.items():
+                entry[half] = [*entry[half], *(op for op in ops if op not in entry[half])]
         for name, make in _samples.optimizer_factories().items():
             self._optimizer(name, make)
         self.distributed()

@@ -47,6 +47,8 @@ _BY_BASE = "dev-snapshot registered by base name"
 # What torch's CompositeExplicitAutogradNonFunctional kernel of a structured functional overload
 # calls besides its out= delegate: the allocation of the result.
 _ALLOCATION = ("aten::empty.memory_format", "aten::empty_strided")
+# What torch calls to copy between the host and a PrivateUse1 device; no CPU kernel of its own.
+_TRANSFER = "aten::_copy_from"
 
 
 @dataclass
@@ -152,6 +154,7 @@ class Classifier:
         self.explicit_fallbacks()
         self.distributed()
         self.unsupported_families()
+        self.without_cpu_kernels()
         self.device_agnostic_views(composite_calls)
         self.generic_kernels(composite_calls)
         self.unregistered_overloads()
@@ -245,6 +248,27 @@ class Classifier:
             self.add(
                 Group(f"{family} tensor ops", "unsupported", spec["source"], spec["note"], ops)
             )
+
+    def without_cpu_kernels(self) -> None:
+        """Ops the generic CPU fallback cannot run: no kernel for the CPU, nor a device-agnostic
+        one (the transfer `aten::_copy_from` aside, which every backend implements)."""
+        ops = {
+            op: ""
+            for op in sorted(self.t.names)
+            if op.startswith("aten::")
+            and op not in self.primary
+            and op != _TRANSFER
+            and not self.t.kernels.get(op)
+        }
+        self.add(
+            Group(
+                "ops without a CPU kernel",
+                "unsupported",
+                "torch-no-cpu-kernel",
+                "The generic CPU fallback redispatches to the CPU kernel, which these ops lack.",
+                ops,
+            )
+        )
 
     def _fft_ops(self, spec: dict[str, Any]) -> list[str]:
         kernels = [n for n in self.t.names if n.partition(".")[0] in spec["kernels"]]

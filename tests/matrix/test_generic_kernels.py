@@ -101,3 +101,17 @@ def test_the_sparse_rule_takes_sparse_accessors_not_dense_ops_named_like_them(ve
     statuses = {op: matrix.op_status(op).status for op in _DENSE_NAMED_LIKE_SPARSE}
     assert "unsupported" not in statuses.values(), statuses
     assert {matrix.op_status(op).status for op in _SPARSE_ACCESSORS} == {"unsupported"}
+
+
+@pytest.mark.parametrize("version", _VERSIONS)
+def test_ops_without_a_cpu_kernel_cannot_fall_back(version):
+    matrix = load_matrix(version)
+    for op in (
+        "aten::_thnn_fused_lstm_cell",
+        "aten::_thnn_fused_gru_cell",
+        "aten::cudnn_convolution",
+    ):
+        entry = matrix.op_status(op)
+        assert (entry.status, entry.source) == ("unsupported", "torch-no-cpu-kernel"), op
+    # The transfer between the host and the device has no CPU kernel either, and works.
+    assert matrix.op_status("aten::_copy_from").status != "unsupported"

@@ -14,6 +14,11 @@ XLA_ONLY = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
 FALLBACK = "import torch\nv, i = torch.sort(torch.ones(3))\n"
 FLOAT64 = "import torch\nx = torch.ones(3, dtype=torch.float64)\n"
 UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
+# Max pooling falls back to the CPU; an LSTM calls, on the device, a fused cell with no CPU kernel.
+POOLING = (
+    "import torch\nimport torch.nn.functional as F\ny = F.max_pool2d(torch.ones(1, 1, 4, 4), 2)\n"
+)
+RECURRENT = "import torch.nn as nn\nlstm = nn.LSTM(4, 8)\n"
 
 
 @pytest.mark.parametrize(
@@ -28,6 +33,9 @@ UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
         (FLOAT64, "float64", 1),
         (UNSUPPORTED, "unsupported", 1),
         (UNSUPPORTED, "none", 0),
+        (POOLING, "unsupported", 0),
+        (POOLING, "fallback", 1),
+        (RECURRENT, "unsupported", 1),
     ],
 )
 def test_gate_exit_codes(tmp_path: Path, source: str, fail_on: str, code: int) -> None:
