@@ -41,8 +41,12 @@ _ALLOWED_MEMORY_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 _MEMORY_FORMAT_MESSAGE = "Neuron tensors only support contiguous or preserve memory format"
 
 # Ops that take a non-scalar CPU tensor beside a neuron tensor on a real device too: the
-# transfers, and indexing with CPU index tensors.
+# transfers, indexing with CPU index tensors, and packed sequences, whose lengths and batch
+# sizes torch keeps on the CPU whatever the data's device.
 _CPU_TENSOR_OK = {
+    "aten::_pack_padded_sequence",
+    "aten::_pack_padded_sequence_backward",
+    "aten::_pad_packed_sequence",
     "aten::_to_copy",
     "aten::copy_",
     "aten::_copy_from",
@@ -54,6 +58,12 @@ _CPU_TENSOR_OK = {
     "aten::lift_fresh",
     "aten::lift_fresh_copy",
     "aten::set_.source_Tensor",
+}
+# Results torch makes on the CPU whatever the device of the data: a packed sequence's batch
+# sizes, a padded one's lengths (by position in the op's results).
+_HOST_RESULTS = {
+    "aten::_pack_padded_sequence": frozenset({1}),
+    "aten::_pad_packed_sequence": frozenset({1}),
 }
 
 
@@ -116,7 +126,16 @@ class NeuronTensor(torch.Tensor):
 class _Op:
     """What `dispatch` needs to know about one OpOverload, computed once."""
 
-    __slots__ = ("call", "cpu_tensor_ok", "out_alias", "record", "refused", "reshapes", "views")
+    __slots__ = (
+        "call",
+        "cpu_tensor_ok",
+        "host_results",
+        "out_alias",
+        "record",
+        "refused",
+        "reshapes",
+        "views",
+    )
 
     def __init__(self, func: OpOverload, record: OpRecord) -> None:
         name = record.name
@@ -125,6 +144,7 @@ class _Op:
         self.record = record
         self.refused = record.status == UNSUPPORTED
         self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
+        self.host_results = _HOST_RESULTS.get(name)
         self.out_alias = _written_outputs(func)
         self.reshapes = self.out_alias is not None and _may_reshape_written(func)
         # Views return tensors over their input's storage, which the ledger already counts.
@@ -328,6 +348,12 @@ def _torch_dispatch(
         if tracing:  # torch.compile traces with FakeTensors, a Tensor subclass
             return kind(wrap(r, downcast) if isinstance(r, _Tensor) else r for r in result)
         views = op.views
+        if op.host_results is not None:
+            host = op.host_results
+            return kind(
+                wrap(r, downcast, views) if type(r) is _Tensor and i not in host else r
+                for i, r in enumerate(result)
+            )
         return kind(wrap(r, downcast, views) if type(r) is _Tensor else r for r in result)
     if tracing and isinstance(result, _Tensor):
         return wrap(result, downcast)

@@ -298,3 +298,44 @@ def test_training_features_match_cpu(sim_run) -> None:
     assert run.exit_code == 0, run.err
     assert "TRAINING_OK" in run.out
     assert run.op("aten::_fused_adamw_")["count"] == 3
+
+
+RECURRENT = """
+import torch, torch.nn as nn
+from neuron_sim.errors import NeuronUnsupportedOpError
+
+# A packed sequence keeps its lengths and batch sizes on the host, as torch wants them.
+rnn = nn.RNN(8, 16, batch_first=True).to("neuron")
+x = torch.randn(4, 5, 8, device="neuron", requires_grad=True)
+lengths = torch.tensor([5, 4, 3, 2])
+packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+assert packed.data.device.type == "neuron" and packed.batch_sizes.device.type == "cpu"
+out, hidden = rnn(packed)
+out, out_lengths = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+assert out.device.type == "neuron" and out_lengths.device.type == "cpu"
+assert out_lengths.tolist() == [5, 4, 3, 2]
+out.sum().backward()
+assert x.grad.device.type == "neuron"
+host = nn.RNN(8, 16, batch_first=True)
+host.load_state_dict({k: v.cpu() for k, v in rnn.state_dict().items()})
+expected, _ = host(nn.utils.rnn.pack_padded_sequence(x.detach().cpu(), lengths, batch_first=True))
+expected, _ = nn.utils.rnn.pad_packed_sequence(expected, batch_first=True)
+assert torch.allclose(expected, out.detach().cpu(), atol=1e-5)
+
+# On a PrivateUse1 device torch's LSTM and GRU call fused cells that have no CPU kernel.
+for layer in (nn.LSTM(4, 8), nn.GRUCell(4, 8)):
+    try:
+        layer.to("neuron")(torch.randn(3, 4, device="neuron"))  # line 26
+    except NeuronUnsupportedOpError as error:
+        assert "_thnn_fused_" in str(error) and "script.py:26" in str(error), error
+    else:
+        raise AssertionError(f"{type(layer).__name__} must be refused")
+print("RECURRENT_OK")
+"""
+
+
+def test_recurrent_layers_pack_on_the_host_and_refuse_the_fused_cells(sim_run) -> None:
+    run = sim_run(RECURRENT)
+    assert run.exit_code == 0, run.err
+    assert "RECURRENT_OK" in run.out
+    assert run.op("aten::_thnn_fused_lstm_cell")["status"] == "unsupported"
