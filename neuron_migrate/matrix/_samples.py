@@ -312,26 +312,50 @@ def module_factories() -> dict[str, ModuleFactory]:
     return {f"torch.nn.{k}": v for k, v in m.items()}
 
 
-# Ops a module reaches on a PrivateUse1 device that the stand-in device (`meta`) does not show:
-# torch's LSTM and GRU code calls the fused cells (no CPU kernel) instead of the gate arithmetic
-# when the input is on a PrivateUse1 device, as neuron-migrate's simulated device shows.
-_LSTM_CELL = {
-    "forward": ["aten::_thnn_fused_lstm_cell"],
-    "backward": ["aten::_thnn_fused_lstm_cell_backward_impl"],
-}
-_GRU_CELL = {
-    "forward": ["aten::_thnn_fused_gru_cell"],
-    "backward": ["aten::_thnn_fused_gru_cell_backward"],
-}
+@dataclass(frozen=True)
+class DevicePath:
+    """What an API reaches on a PrivateUse1 device that the stand-in device (`meta`) does not
+    show, where torch's own code tests for such a device: the ops it runs instead of `replaces`
+    (forward, and backward for modules)."""
+
+    forward: tuple[str, ...]
+    backward: tuple[str, ...] = ()
+    replaces: tuple[str, ...] = ()
 
 
-def device_path_ops() -> dict[str, dict[str, list[str]]]:
-    """Per module, the ops to add to its forward and backward: the device path's own."""
+# Both seen on neuron-migrate's simulated device. LSTM and GRU call the fused cells (which have
+# no CPU kernel) instead of the gate arithmetic when the input is on a PrivateUse1 device.
+_LSTM_CELL = DevicePath(
+    ("aten::_thnn_fused_lstm_cell",), ("aten::_thnn_fused_lstm_cell_backward_impl",)
+)
+_GRU_CELL = DevicePath(("aten::_thnn_fused_gru_cell",), ("aten::_thnn_fused_gru_cell_backward",))
+# `aten::dropout` (training, 0 < p < 1, not in place) is one aten::native_dropout there, not a
+# Bernoulli mask (`is_fused_kernel_acceptable` in ATen's Dropout.cpp); feature and alpha dropout
+# keep the mask.
+_DROPOUT = DevicePath(
+    ("aten::native_dropout",), ("aten::native_dropout_backward",), ("aten::bernoulli_.float",)
+)
+
+
+def device_paths() -> dict[str, DevicePath]:
     return {
         "torch.nn.LSTM": _LSTM_CELL,
         "torch.nn.LSTMCell": _LSTM_CELL,
         "torch.nn.GRU": _GRU_CELL,
         "torch.nn.GRUCell": _GRU_CELL,
+        **dict.fromkeys(
+            (
+                "torch.nn.functional.dropout",
+                "torch.nn.functional.multi_head_attention_forward",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.Dropout",
+                "torch.nn.Transformer",
+                "torch.nn.TransformerDecoderLayer",
+                "torch.nn.TransformerEncoder",
+                "torch.nn.TransformerEncoderLayer",
+            ),
+            _DROPOUT,
+        ),
     }
 
 

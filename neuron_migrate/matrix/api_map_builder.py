@@ -164,18 +164,31 @@ class Builder:
             self._try(self.methods, s.qualname, s.call, s.setup())
         for name, factory in _samples.module_factories().items():
             self.module(name, factory)
-        for name, added in _samples.device_path_ops().items():
-            entry = self.modules.get(name)
-            if entry is None:  # failed to trace: listed under `failed`
-                continue
-            for half, ops in added.items():
-                entry[half] = [*entry[half], *(op for op in ops if op not in entry[half])]
         for name, make in _samples.optimizer_factories().items():
             self._optimizer(name, make)
         self.distributed()
         for s in _samples.bookkeeping_samples():  # composite_calls only, not an API
             with contextlib.suppress(Exception):
                 self._record(functools.partial(s.call, to_stand_in(s.setup())))
+
+    def device_paths(self) -> None:
+        """Put in what each API reaches on a PrivateUse1 device where torch's code tests for one
+        (`_samples.device_paths`): the stand-in device takes the other path."""
+        from neuron_migrate.matrix import _samples
+
+        def merged(
+            ops: list[str], path_ops: tuple[str, ...], replaces: tuple[str, ...]
+        ) -> list[str]:
+            kept = [op for op in ops if op not in replaces]
+            return [*kept, *(op for op in path_ops if op not in kept)]
+
+        for name, path in _samples.device_paths().items():
+            if name in self.apis:
+                self.apis[name] = merged(self.apis[name], path.forward, path.replaces)
+            entry = self.modules.get(name)
+            if entry is not None:
+                entry["forward"] = merged(entry["forward"], path.forward, path.replaces)
+                entry["backward"] = merged(entry["backward"], path.backward, path.replaces)
 
     def module(self, name: str, factory: Callable[[], tuple[Any, tuple[Any, ...]]]) -> None:
         """Forward and backward ops of a module; each half falls back to CPU tensors on failure."""
@@ -483,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_opinfo:
         builder.opinfo()
     builder.curated()
+    builder.device_paths()
     flags = [f"--samples {args.samples}"] + (["--no-opinfo"] if args.no_opinfo else [])
     flags += [f"--also-for {m}" for m in args.also_for]
     out.write_text(render(builder, version, flags), encoding="utf-8")

@@ -31,6 +31,16 @@ def test_modules_forward_then_backward(amap):
     assert not any("mkldnn" in op for op in amap.aten_for("torch.nn.LSTM"))
 
 
+def test_device_paths_replace_what_the_stand_in_device_shows(amap):
+    # On a PrivateUse1 device, dropout is one native_dropout, and LSTM/GRU call fused cells.
+    for api in ("torch.nn.functional.dropout", "torch.nn.Dropout", "torch.nn.TransformerEncoder"):
+        ops = amap.aten_for(api)
+        assert "aten::native_dropout" in ops and "aten::bernoulli_.float" not in ops, api
+    assert "aten::bernoulli_.float" in amap.aten_for("torch.nn.functional.dropout2d")
+    fwd, bwd = amap.aten_for_module("torch.nn.GRU")
+    assert "aten::_thnn_fused_gru_cell" in fwd and "aten::_thnn_fused_gru_cell_backward" in bwd
+
+
 def test_tensor_methods(amap):
     assert amap.aten_for_tensor_method("sort") == amap.aten_for("Tensor.sort")
     assert "aten::sort" in amap.aten_for_tensor_method("sort")
