@@ -16,6 +16,7 @@ from neuron_sim.tensor import NeuronTensor
 def apply() -> None:
     _synchronize_is_a_no_op()
     _pinned_memory_is_pageable()
+    _neuron_generators_are_host_generators()
     _accelerator_memory_reads_the_ledger()
     # Optimizers pick foreach (multi-tensor) kernels for plain tensors on accelerators; neuron
     # parameters are a subclass, which would otherwise send them down the per-tensor loop.
@@ -50,6 +51,26 @@ def _pinned_memory_is_pageable() -> None:
 
     torch.Tensor.pin_memory = pin_memory  # type: ignore[method-assign,assignment]
     torch.Tensor.is_pinned = is_pinned  # type: ignore[method-assign,assignment]
+
+
+class NeuronGenerator(torch._C.Generator):
+    """`torch.Generator(device="neuron")`: torch asks a C++ backend for a device generator, which
+    a Python backend cannot give. Neuron tensors compute on the host, so their random numbers
+    come from a host generator: this one, which reports the neuron device. Other devices get
+    torch's own generator."""
+
+    def __new__(cls, device: Any = None) -> Any:
+        if device is not None and torch.device(device).type == "neuron":
+            return super().__new__(cls)
+        return torch._C.Generator() if device is None else torch._C.Generator(device)
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("neuron", 0)
+
+
+def _neuron_generators_are_host_generators() -> None:
+    torch.Generator = NeuronGenerator  # type: ignore[misc]
 
 
 def _accelerator_memory_reads_the_ledger() -> None:

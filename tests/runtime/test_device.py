@@ -339,3 +339,24 @@ def test_recurrent_layers_pack_on_the_host_and_refuse_the_fused_cells(sim_run) -
     assert run.exit_code == 0, run.err
     assert "RECURRENT_OK" in run.out
     assert run.op("aten::_thnn_fused_lstm_cell")["status"] == "unsupported"
+
+
+GENERATORS = """
+import torch
+
+g = torch.Generator(device="neuron")
+assert g.device.type == "neuron" and isinstance(g, torch.Generator)
+first = torch.randn(4, device="neuron", generator=g.manual_seed(7))
+again = torch.randn(4, device="neuron", generator=torch.Generator("neuron").manual_seed(7))
+assert first.device.type == "neuron" and torch.equal(first.cpu(), again.cpu())
+assert torch.empty(3, device="neuron").normal_(generator=g).device.type == "neuron"
+host = torch.Generator()
+assert type(host) is torch._C.Generator and host.device.type == "cpu"
+print("GENERATORS_OK")
+"""
+
+
+def test_neuron_generators_seed_device_random_numbers(sim_run) -> None:
+    run = sim_run(GENERATORS)
+    assert run.exit_code == 0, run.err
+    assert "GENERATORS_OK" in run.out
