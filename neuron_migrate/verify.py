@@ -147,6 +147,8 @@ class _Reconciler:
             self.root = self.root.parent
         self.index = _RunIndex.build(trace, cwd)
         self.predicted: dict[Location, set[str]] = defaultdict(set)  # base ops per line
+        # Ops a finding on the line was reconciled through (its API's decomposition), per line.
+        self.decomposed: dict[Location, set[str]] = defaultdict(set)
 
     def where(self, finding: Finding) -> Location:
         return (str((self.root / finding.path).resolve()), finding.line)
@@ -193,6 +195,7 @@ class _Reconciler:
             )
         observed_statuses = set(ran.values())
         ops = tuple(sorted(ran))
+        self.decomposed[self.where(finding)].update(_base(op) for op in ops)
         if finding.status in observed_statuses:
             return Reconciled(
                 finding,
@@ -270,7 +273,9 @@ class _Reconciler:
 
     def unpredicted(self, predicted_anywhere: set[str]) -> list[Unpredicted]:
         """Ops that ran from a line of the scanned tree and that no finding accounts for: not
-        predicted at that line, nor by a module/optimizer finding (whose ops run anywhere)."""
+        predicted at that line, nor reached there by a finding's API through other aten ops
+        (`torch.randn` runs `aten::normal_`), nor by a module/optimizer finding (whose ops run
+        anywhere)."""
         missed = []
         for where, ops in self.index.ops_at.items():
             path = Path(where[0])
@@ -278,7 +283,11 @@ class _Reconciler:
                 shown = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue  # outside the scanned tree
-            wanted = self.predicted.get(where, set()) | predicted_anywhere
+            wanted = (
+                self.predicted.get(where, set())
+                | self.decomposed.get(where, set())
+                | predicted_anywhere
+            )
             for op, status in ops.items():
                 if _base(op) not in wanted:
                     count = self.index.counts.get((where, op), 0)

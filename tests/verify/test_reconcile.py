@@ -74,6 +74,19 @@ def test_agreement_and_unpredicted_ops(tmp_path: Path) -> None:
     assert [(u.op, u.location) for u in report.unpredicted] == [("aten::argmax", "m.py:10")]
 
 
+def test_ops_an_api_decomposes_into_are_not_reported_as_missed(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    # torch.ones (line 3) reaches the device as a fill; line 10 has no finding at all.
+    trace = _trace(
+        [_op("aten::fill_.Scalar", "native", 3), _op("aten::argmax", "cpu_fallback", 10)]
+    )
+    report = reconcile(scan, trace, cwd=tmp_path)
+    ones = next(i for i in report.items if i.finding.api == "torch.ones")
+    assert ones.verdict == "confirmed" and "aten::fill_.Scalar" in ones.reason
+    assert [(u.op, u.location) for u in report.unpredicted] == [("aten::argmax", "m.py:10")]
+
+
 def test_a_module_needs_its_own_fallback_ops_to_be_confirmed(tmp_path: Path) -> None:
     assert runs_later("torch.optim.Adam") and not runs_later("torch.add")
     # MSELoss reaches aten::mse_loss, a CPU fallback: other ops prove nothing about it.
