@@ -3,6 +3,8 @@ small re-iterable wrapper added to the file."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from neuron_migrate.codemod.targets import (
@@ -12,7 +14,12 @@ from neuron_migrate.codemod.targets import (
     expression,
     statement,
 )
-from neuron_migrate.codemod.templates import bind_arguments, parenthesize, render
+from neuron_migrate.codemod.templates import (
+    bind_arguments,
+    parenthesize,
+    render,
+    render_statements,
+)
 from neuron_migrate.codemod.transforms._build import is_true, number, unpacked, with_commas
 
 DEVICE_LOADER = "NeuronDeviceLoader"
@@ -67,7 +74,52 @@ def spawn(t: StatementTarget) -> list[NewStatement] | None:
     note = t.rule.rewrite.option("note") if t.rule.rewrite else None
     if note:
         t.notes.append(note)
-    return [cst.Expr(call)]
+    if single or not _needs_process_group(t.ctx.call_qualnames.values()):
+        return [cst.Expr(call)]
+    # The spawned workers had the process group XLA's collectives and ordinals use; the
+    # torch.distributed calls those become need one, which torchrun's variables set up (run
+    # without torchrun, the script stays one process without a group, as the calls allow).
+    return [*render_statements(_INIT_UNDER_TORCHRUN, t.ctx, {}), cst.Expr(call)]
+
+
+# What a worker reads of the process group xmp.spawn set up: collectives, world size, ranks.
+_PROCESS_GROUP_USERS = frozenset(
+    [
+        *(
+            f"torch_xla.core.xla_model.{name}"
+            for name in (
+                "all_reduce",
+                "all_gather",
+                "all_to_all",
+                "reduce_scatter",
+                "mesh_reduce",
+                "rendezvous",
+                "collective_broadcast",
+                "broadcast_master_param",
+                "reduce_gradients",
+                "optimizer_step",
+                "xrt_world_size",
+                "get_ordinal",
+                "is_master_ordinal",
+            )
+        ),
+        *(
+            f"torch_xla.runtime.{name}"
+            for name in ("world_size", "global_ordinal", "process_index", "process_count")
+        ),
+    ]
+)
+_INIT = "torch.distributed.init_process_group"
+_INIT_UNDER_TORCHRUN = """
+if "RANK" in os.environ:
+    dist.init_process_group("neuron")
+"""
+
+
+def _needs_process_group(qualnames: Iterable[str]) -> bool:
+    """Whether the file's workers use the process group and the file creates none itself."""
+    found = set(qualnames)
+    return _INIT not in found and not found.isdisjoint(_PROCESS_GROUP_USERS)
 
 
 def _device_loader(t: CallTarget, loader: cst.BaseExpression, device: cst.BaseExpression):
