@@ -74,12 +74,12 @@ def spawn(t: StatementTarget) -> list[NewStatement] | None:
     note = t.rule.rewrite.option("note") if t.rule.rewrite else None
     if note:
         t.notes.append(note)
-    if single or not _needs_process_group(t.ctx.call_qualnames.values()):
+    if not _needs_process_group(t.ctx.call_qualnames.values()):
         return [cst.Expr(call)]
-    # The spawned workers had the process group XLA's collectives and ordinals use; the
-    # torch.distributed calls those become need one, which torchrun's variables set up (run
-    # without torchrun, the script stays one process without a group, as the calls allow).
-    return [*render_statements(_INIT_UNDER_TORCHRUN, t.ctx, {}), cst.Expr(call)]
+    # The spawned workers had the process group XLA's collectives and ordinals use, and the
+    # torch.distributed calls those become need one: torchrun's, or a group of one process
+    # when the script runs by itself (as XLA ran it with one device, or nprocs=1).
+    return [*render_statements(_INIT_PROCESS_GROUP, t.ctx, {}), cst.Expr(call)]
 
 
 # What a worker reads of the process group xmp.spawn set up: collectives, world size, ranks.
@@ -110,9 +110,11 @@ _PROCESS_GROUP_USERS = frozenset(
     ]
 )
 _INIT = "torch.distributed.init_process_group"
-_INIT_UNDER_TORCHRUN = """
+_INIT_PROCESS_GROUP = """
 if "RANK" in os.environ:
     dist.init_process_group("neuron")
+else:
+    dist.init_process_group("neuron", store=dist.HashStore(), rank=0, world_size=1)
 """
 
 
