@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import libcst as cst
 
 from neuron_migrate.codemod.targets import NewStatement, StatementTarget, statement
@@ -65,7 +67,36 @@ def master_print(t: StatementTarget) -> list[NewStatement] | None:
         else:
             return None
     printed = cst.Call(func=cst.Name("print"), args=with_commas(print_args))
-    return [if_block(master_test(t.ctx, local), [call_statement(printed)])]
+    return _on_master(t, local, [call_statement(printed)])
+
+
+_IS_MASTER = "torch_xla.core.xla_model.is_master_ordinal"
+
+
+def _on_master(
+    t: StatementTarget, local: bool, body: list[cst.BaseStatement]
+) -> list[NewStatement]:
+    """`body` guarded by the master test, unless the statement already sits in the body of an
+    `if xm.is_master_ordinal(...)` that tests the same master: the guard would repeat it."""
+    for node, inner in itertools.pairwise(t.parents):
+        if not (isinstance(node, cst.If) and inner is node.body):
+            continue
+        test = node.test
+        if not isinstance(test, cst.Call) or t.ctx.qualname_of_call(test) != _IS_MASTER:
+            continue
+        values = bind_arguments(test, ("local",))
+        if values is None:
+            continue
+        tested = values.get("local")
+        if tested is None or is_true(tested):
+            same = local
+        elif is_false(tested):
+            same = not local
+        else:
+            continue  # which master is chosen at run time
+        if same:
+            return list(body)
+    return [if_block(master_test(t.ctx, local), body)]
 
 
 @statement("save-on-master")
@@ -89,7 +120,7 @@ def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
     save = call_statement(render(_SAVE_CPU, t.ctx, {"data": values["data"], "path": path}))
     if is_false(master_only):
         return [save]
-    return [if_block(master_test(t.ctx, local=not is_true(global_master)), [save])]
+    return _on_master(t, not is_true(global_master), [save])
 
 
 @statement("rendezvous")
