@@ -67,6 +67,9 @@ _HOST_RESULTS = {
 }
 
 
+_TENSOR_DATA = torch._C.TensorBase.__dict__["data"]  # the C getter and setter of `.data`
+
+
 class NeuronTensor(torch.Tensor):
     """A tensor on the simulated `neuron` device; its data lives in `_elem`, a CPU tensor."""
 
@@ -85,6 +88,19 @@ class NeuronTensor(torch.Tensor):
     @staticmethod
     def __tensor_unflatten__(inner_tensors, logical_dtype, outer_size, outer_stride):
         return wrap(inner_tensors["_elem"], logical_dtype is not inner_tensors["_elem"].dtype)
+
+    @property
+    def data(self) -> torch.Tensor:
+        return _TENSOR_DATA.__get__(self, type(self))
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        # torch points this tensor's metadata at `new`'s storage; its payload must follow, as
+        # a device tensor's data would (`p.data = ...`, `vector_to_parameters`).
+        _TENSOR_DATA.__set__(self, new)
+        if type(new) is NeuronTensor:
+            self._elem = new._elem
+            self._downcast = new._downcast
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         # Format a host copy: formatting runs ops (isfinite, masked_select, double) that would

@@ -360,3 +360,28 @@ def test_neuron_generators_seed_device_random_numbers(sim_run) -> None:
     run = sim_run(GENERATORS)
     assert run.exit_code == 0, run.err
     assert "GENERATORS_OK" in run.out
+
+
+DATA_ASSIGNMENT = """
+import torch, torch.nn as nn
+
+layer = nn.Linear(2, 2).to("neuron")
+weight = layer.weight
+layer.weight.data = torch.full((2, 2), 5.0, device="neuron")
+assert layer.weight is weight and weight.tolist() == [[5.0, 5.0], [5.0, 5.0]]
+expected = (torch.ones(1, 2) @ torch.full((2, 2), 5.0).t() + layer.bias.detach().cpu()).tolist()
+assert layer(torch.ones(1, 2, device="neuron")).detach().cpu().tolist() == expected
+flat = nn.utils.parameters_to_vector(layer.parameters())
+nn.utils.vector_to_parameters(flat * 0, layer.parameters())
+assert layer.weight.abs().sum().item() == 0 and layer.bias.abs().sum().item() == 0
+reshaped = nn.Parameter(torch.ones(2, 2, device="neuron"))
+reshaped.data = torch.arange(4.0, device="neuron")
+assert reshaped.shape == (4,) and reshaped.tolist() == [0.0, 1.0, 2.0, 3.0]
+print("DATA_OK")
+"""
+
+
+def test_data_assignment_moves_the_payload(sim_run) -> None:
+    run = sim_run(DATA_ASSIGNMENT)
+    assert run.exit_code == 0, run.err
+    assert "DATA_OK" in run.out
