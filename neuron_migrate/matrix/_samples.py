@@ -70,6 +70,62 @@ def function_samples() -> list[Sample]:
             lambda p: nn.utils.clip_grad_value_(p, 0.5),
             _params_with_grads,
         ),
+        _fn("torch.nn.utils.parameters_to_vector", nn.utils.parameters_to_vector, _params),
+        _fn(
+            "torch.nn.utils.vector_to_parameters",
+            lambda p: nn.utils.vector_to_parameters(nn.utils.parameters_to_vector(p) * 0, p),
+            _params,
+        ),
+        *_init_samples(),
+        *_sequence_samples(),
+    ]
+
+
+def _params() -> list[nn.Parameter]:
+    return [nn.Parameter(torch.randn(4, 5)), nn.Parameter(torch.randn(5))]
+
+
+def _init_samples() -> list[Sample]:
+    """Weight initialisation, in place on a parameter-shaped tensor. (`trunc_normal_` and
+    `orthogonal_` return a meta tensor untouched, and the stand-in device reports `meta`: they
+    would be mapped to no op at all, so they are left out.)"""
+    init = nn.init
+    calls: dict[str, Callable[[Any], Any]] = {
+        "uniform_": init.uniform_,
+        "normal_": init.normal_,
+        "constant_": lambda w: init.constant_(w, 0.5),
+        "ones_": init.ones_,
+        "zeros_": init.zeros_,
+        "eye_": init.eye_,
+        "xavier_uniform_": init.xavier_uniform_,
+        "xavier_normal_": init.xavier_normal_,
+        "kaiming_uniform_": init.kaiming_uniform_,
+        "kaiming_normal_": init.kaiming_normal_,
+    }
+    return [_fn(f"torch.nn.init.{name}", call, lambda: _x(4, 5)) for name, call in calls.items()]
+
+
+def _sequence_samples() -> list[Sample]:
+    """Padding and packing variable-length sequences (lengths given as a list: torch wants
+    them on the host)."""
+    rnn = nn.utils.rnn
+    batch = lambda: _x(2, 3, 4)  # noqa: E731
+    sequences = lambda: [_x(3, 4), _x(2, 4)]  # noqa: E731
+    return [
+        _fn("torch.nn.utils.rnn.pad_sequence", rnn.pad_sequence, sequences),
+        _fn("torch.nn.utils.rnn.pack_sequence", rnn.pack_sequence, sequences),
+        _fn(
+            "torch.nn.utils.rnn.pack_padded_sequence",
+            lambda x: rnn.pack_padded_sequence(x, [3, 2], batch_first=True),
+            batch,
+        ),
+        _fn(
+            "torch.nn.utils.rnn.pad_packed_sequence",
+            lambda x: rnn.pad_packed_sequence(
+                rnn.pack_padded_sequence(x, [3, 2], batch_first=True), batch_first=True
+            ),
+            batch,
+        ),
     ]
 
 
