@@ -26,6 +26,11 @@ class SimRun:
     out: str
     err: str
 
+    def assert_finished(self, marker: str) -> None:
+        """The script exited 0 and printed `marker`, which it prints after its last assert."""
+        assert self.exit_code == 0, self.err
+        assert marker in self.out
+
     def op(self, name: str) -> dict[str, Any]:
         matches = [op for op in self.trace["ops"] if op["op"] == name]
         assert matches, f"{name} not in trace: {[op['op'] for op in self.trace['ops']]}"

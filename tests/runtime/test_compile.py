@@ -75,8 +75,7 @@ print("COMPILE_OK")
 
 def test_compile_backend(sim_run) -> None:
     run = sim_run(COMPILE)
-    assert run.exit_code == 0, run.err
-    assert "COMPILE_OK" in run.out
+    run.assert_finished("COMPILE_OK")
     compile_ = run.trace["compile"]
     graphs = compile_["graphs"]
     # Compiled modules share a frame (dynamo's wrapper); the BatchNorm1d's graph failed.
@@ -146,8 +145,7 @@ def test_factories_inside_compiled_graphs(sim_run) -> None:
     # Regression: `torch.arange(n, device=tokens.device)` inside a compiled region failed while
     # AOTAutograd traced it (a FakeTensor on the neuron device reached the boundary kernels).
     run = sim_run(FACTORIES_IN_GRAPH)
-    assert run.exit_code == 0, run.err
-    assert "FACTORIES_OK" in run.out
+    run.assert_finished("FACTORIES_OK")
     graphs = run.trace["compile"]["graphs"]
     assert len(graphs) == 2 and all(g["ok"] for g in graphs), graphs
     assert graphs[0]["backward_ops"] > 0
@@ -186,8 +184,7 @@ print("IN_PLACE_VIEWS_OK")
 
 def test_in_place_view_ops_in_a_compiled_function_match_eager(sim_run) -> None:
     run = sim_run(IN_PLACE_VIEWS)
-    assert run.exit_code == 0, run.err
-    assert "IN_PLACE_VIEWS_OK" in run.out
+    run.assert_finished("IN_PLACE_VIEWS_OK")
     assert all(graph["ok"] for graph in run.trace["compile"]["graphs"])
 
 
@@ -231,6 +228,5 @@ print("SCRIPTED_OK")
 
 def test_compiled_graphs_run_scripted_and_train_as_the_fx_code(sim_run) -> None:
     run = sim_run(SCRIPTED_TRAINING)
-    assert run.exit_code == 0, run.err
-    assert "SCRIPTED_OK" in run.out
+    run.assert_finished("SCRIPTED_OK")
     assert len(run.trace["compile"]["graphs"]) == 2

@@ -111,8 +111,7 @@ print("DEVICE_BASICS_OK")
 
 def test_device_basics(sim_run) -> None:
     run = sim_run(DEVICE_BASICS)
-    assert run.exit_code == 0, run.err
-    assert "DEVICE_BASICS_OK" in run.out
+    run.assert_finished("DEVICE_BASICS_OK")
     refusal = run.trace["refusals"][0]
     assert "memory format" in refusal["message"] and refusal["location"].startswith("script.py:")
 
@@ -179,8 +178,7 @@ print("CHECKPOINTS_OK")
 
 def test_checkpoints_load_onto_the_device_however_map_location_names_it(sim_run) -> None:
     run = sim_run(CHECKPOINTS)
-    assert run.exit_code == 0, run.err
-    assert "CHECKPOINTS_OK" in run.out
+    run.assert_finished("CHECKPOINTS_OK")
 
 
 MEMORY = """
@@ -232,8 +230,7 @@ print("MEMORY_OK")
 
 def test_memory_counters_follow_views_resize_and_out(sim_run) -> None:
     run = sim_run(MEMORY)
-    assert run.exit_code == 0, run.err
-    assert "MEMORY_OK" in run.out
+    run.assert_finished("MEMORY_OK")
     for op in ("aten::resize_", "aten::set_.source_Tensor", "aten::add.out", "aten::t_"):
         assert run.op(op)["count"] >= 1
 
@@ -295,8 +292,7 @@ print("TRAINING_OK")
 
 def test_training_features_match_cpu(sim_run) -> None:
     run = sim_run(TRAINING)
-    assert run.exit_code == 0, run.err
-    assert "TRAINING_OK" in run.out
+    run.assert_finished("TRAINING_OK")
     assert run.op("aten::_fused_adamw_")["count"] == 3
 
 
@@ -336,8 +332,7 @@ print("RECURRENT_OK")
 
 def test_recurrent_layers_pack_on_the_host_and_refuse_the_fused_cells(sim_run) -> None:
     run = sim_run(RECURRENT)
-    assert run.exit_code == 0, run.err
-    assert "RECURRENT_OK" in run.out
+    run.assert_finished("RECURRENT_OK")
     assert run.op("aten::_thnn_fused_lstm_cell")["status"] == "unsupported"
 
 
@@ -358,8 +353,7 @@ print("GENERATORS_OK")
 
 def test_neuron_generators_seed_device_random_numbers(sim_run) -> None:
     run = sim_run(GENERATORS)
-    assert run.exit_code == 0, run.err
-    assert "GENERATORS_OK" in run.out
+    run.assert_finished("GENERATORS_OK")
 
 
 DATA_ASSIGNMENT = """
@@ -383,5 +377,4 @@ print("DATA_OK")
 
 def test_data_assignment_moves_the_payload(sim_run) -> None:
     run = sim_run(DATA_ASSIGNMENT)
-    assert run.exit_code == 0, run.err
-    assert "DATA_OK" in run.out
+    run.assert_finished("DATA_OK")

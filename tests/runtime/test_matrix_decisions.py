@@ -65,5 +65,4 @@ print("STAND_IN_OK")
 
 def test_torch_neuronx_stand_in_and_float64(sim_run) -> None:
     run = sim_run(STAND_IN)
-    assert run.exit_code == 0, run.err
-    assert "STAND_IN_OK" in run.out
+    run.assert_finished("STAND_IN_OK")
