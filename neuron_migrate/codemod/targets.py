@@ -33,6 +33,9 @@ class CallTarget:
     parents: Sequence[cst.CSTNode]  # original ancestors, nearest last
     # Edits to apply to an enclosing call when it is left, keyed by the original node.
     deferred: list[tuple[cst.CSTNode, CallEdit]] = field(default_factory=list)
+    # Set by a transform that leaves its site to an enclosing call (original node): the site is
+    # rewritten or left for a person with that call.
+    follows: cst.Call | None = None
 
     @property
     def call(self) -> cst.Call:

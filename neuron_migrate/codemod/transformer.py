@@ -77,6 +77,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.pending_with: dict[Span, RuledSite] = {}
         self.pending_env: dict[int, list[tuple[Span, RuledSite]]] = defaultdict(list)
         self._notes: dict[int, list[str]] = defaultdict(list)  # NOTE lines, by statement
+        # Sites whose outcome is their enclosing call's (xm.REDUCE_SUM in an xm.all_reduce that
+        # converts it, or stays), by the span of that call.
+        self.followers: dict[Span, list[RuledSite]] = defaultdict(list)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
@@ -118,6 +121,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         site = ruled.site
         api = site.qualname or site.idiom or ""
         self.ctx.outcomes.append(Outcome(ruled.rule.code, site.line, api, status))
+        if self.followers and site.kind == "call" and site.call_span is not None:
+            for follower in self.followers.pop(site.call_span, []):
+                self.record(follower, "rewritten" if status == "rewritten" else "marked")
 
     def mark(
         self,
@@ -223,6 +229,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return updated
         target = CallTarget(self.ctx, rule, ruled.site, updated, original, self.parents())
         new = transform(target)
+        if target.follows is not None:
+            self.followers[self.span_of(target.follows)].append(ruled)
+            return updated
         if new is updated and target.deferred:  # the work is done when the enclosing call is left
             self.defer(target.deferred, ruled)
             return updated
@@ -411,6 +420,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         # here would be a driver bug, so it is counted as left for a person, never as done.
         for ruled in [*self.pending_statement.values(), *self.pending_with.values()]:
             self.record(ruled, "marked")
+        for followers in self.followers.values():  # an enclosing call no rule handles
+            for ruled in followers:
+                self.record(ruled, "marked")
         return module
 
 

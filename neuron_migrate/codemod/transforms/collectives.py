@@ -51,6 +51,8 @@ def reduce_op_constant(t: CallTarget) -> cst.BaseExpression | None:
         enclosing = t.parents[-2]
         qualname = t.ctx.qualname_of_call(enclosing) if isinstance(enclosing, cst.Call) else None
         if qualname and qualname.startswith("torch_xla"):
+            assert isinstance(enclosing, cst.Call)
+            t.follows = enclosing
             return t.node
     return reduce_op(t.ctx, t.node, t.original)
 
