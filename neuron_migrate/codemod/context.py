@@ -3,6 +3,7 @@ helpers the new code needs, and a record of every site's outcome."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -36,6 +37,39 @@ MODEL_WRAPPERS = frozenset(
         "torch.distributed._composable.fsdp.fully_shard",
     }
 )
+
+
+_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
+
+
+def beside_plain_steps(tree: ast.Module, call_qualnames: dict[Span, str]) -> frozenset[int]:
+    """Lines of the xm.optimizer_step calls in one branch of an `if` whose other branch steps the
+    same optimizer itself (`if ddp: opt.step() else: xm.optimizer_step(opt)`): that branch is
+    the one whose model is not wrapped, so its all-reduce is all the reduction there is."""
+    lines = {span[0] for span, qualname in call_qualnames.items() if qualname == _OPTIMIZER_STEP}
+    if not lines:
+        return frozenset()
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not node.orelse:
+            continue
+        for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            stepped = {
+                ast.unparse(call.func.value)
+                for call in _calls(other)
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "step"
+            }
+            for call in _calls(mine):
+                if call.lineno in lines and call.args and ast.unparse(call.args[0]) in stepped:
+                    found.add(call.lineno)
+    return frozenset(found)
+
+
+def _calls(statements: list[ast.stmt]) -> Iterable[ast.Call]:
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                yield node
 
 
 def module_bindings(module: cst.Module) -> tuple[dict[str, str], set[str]]:
@@ -123,6 +157,7 @@ class FileContext:
     needs: set[str] = field(default_factory=set)  # modules the new code names
     helpers: set[str] = field(default_factory=set)  # helper classes to add to the file
     outcomes: list[Outcome] = field(default_factory=list)
+    unwrapped_steps: frozenset[int] = frozenset()  # see beside_plain_steps
 
     def alias(self, module: str) -> str:
         """The local name for `module` ("os", "torch", "dist", "torch_neuronx")."""
