@@ -140,7 +140,7 @@ class _Classifier:
         elif site.qualname:
             root = site.qualname.partition(".")[0]
             if root in _XLA_ROOTS:
-                rule = self.ctx.rules.for_qualname(site.qualname)
+                rule = self.ctx.rules.for_reference(site.qualname)
                 if rule is not None:
                     self.add_rule_finding(site, rule, site.qualname, "torch_xla")
             elif root in ("torch", "functorch"):

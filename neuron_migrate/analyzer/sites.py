@@ -118,6 +118,22 @@ def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
     return _keyword(call, name)
 
 
+def _is_xla(qualname: str | None) -> bool:
+    return qualname is not None and qualname.partition(".")[0] in ("torch_xla", "torch_neuronx")
+
+
+def _is_test(name: ast.expr, parent: ast.AST | None) -> bool:
+    """Whether a bare module name is only tested (`xr is None`, `if xr:`, `not xr`, `xr and
+    ...`) rather than handed on as a value (`f(xm)`, `_XM = xm`) that code then calls into."""
+    if isinstance(parent, (ast.Compare, ast.BoolOp)):
+        return True
+    if isinstance(parent, ast.UnaryOp):
+        return isinstance(parent.op, ast.Not)
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return parent.test is name
+    return False
+
+
 class _SiteFinder:
     def __init__(self, source: str, tree: ast.Module) -> None:
         self.model = NameModel(tree)
@@ -178,7 +194,12 @@ class _SiteFinder:
     ) -> None:
         is_call = isinstance(parent, ast.Call) and parent.func is chain
         qualname = resolution.qualname
-        if isinstance(chain, ast.Name) and not is_call and qualname in self.imported_modules:
+        if (
+            isinstance(chain, ast.Name)
+            and not is_call
+            and (qualname in self.imported_modules or _is_xla(qualname))
+            and _is_test(chain, parent)
+        ):
             return  # `if xr is not None:` reads the module object, it uses no API
 
         fields: dict[str, object] = {

@@ -58,12 +58,9 @@ class SiteIndex:
         if site.kind == "idiom" and site.idiom:
             return self.ruleset.for_idiom(site.idiom, site.detail)
         if site.kind in ("call", "name") and site.qualname:
-            rule = self.ruleset.for_qualname(site.qualname)
+            rule = self.ruleset.for_reference(site.qualname)
             if rule is None or rule.match.analyzer is not None:
                 return None
-            # A module object used as a value (`f(xm)`) is not an import: the catch-all covers it.
-            if rule.rewrite is not None and rule.rewrite.transform == "remove-unused-import":
-                return self.ruleset.for_qualname("torch_xla._")
             return rule
         return None
 

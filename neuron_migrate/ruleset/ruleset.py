@@ -64,6 +64,18 @@ class RuleSet:
                 return prefix_rule
         return None
 
+    def for_reference(self, qualname: str) -> Rule | None:
+        """The rule for a name or call that resolves to `qualname`. A module object used as a
+        value (`f(xm)`, `_XM = xm`) is not an import: the catch-all covers it."""
+        rule = self.for_qualname(qualname)
+        if (
+            rule is not None
+            and rule.rewrite is not None
+            and rule.rewrite.transform == IMPORT_TRANSFORM
+        ):
+            return self.for_qualname("torch_xla._")
+        return rule
+
     def for_import(self, module: str) -> Rule | None:
         """The rule for an import statement of `module`: the side-effect backend imports have
         their own rule; every other torch_xla import is NM100."""

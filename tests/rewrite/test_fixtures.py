@@ -53,7 +53,7 @@ def test_scan_sites_and_rewrite_sites_agree(case):
         if site.kind == "idiom":
             rule = ruleset.for_idiom(site.idiom or "", site.detail)
         else:
-            rule = ruleset.for_qualname(site.qualname or "")
+            rule = ruleset.for_reference(site.qualname or "")
         if rule is None or rule.match.analyzer is not None:
             continue
         expected.add((site.line, site.qualname or site.idiom))
