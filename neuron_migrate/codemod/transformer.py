@@ -51,6 +51,7 @@ _LOOSE_EXPRESSIONS = (
     cst.UnaryOperation,
     cst.BinaryOperation,
 )
+_CONDITIONAL = (cst.IfExp, cst.Lambda)
 _STATEMENT_HOSTS = (cst.Expr, cst.Assign, cst.Return)
 
 
@@ -151,12 +152,19 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         for node, edit in edits:
             self.call_edits[id(node)].append((edit, ruled))
 
-    def fit(self, new: cst.BaseExpression) -> cst.BaseExpression:
+    def fit(self, new: cst.BaseExpression, original: cst.BaseExpression) -> cst.BaseExpression:
         """Parenthesize a loose replacement (`a if b else c`) where its parent binds tighter;
         inside an f-string, use the quote the f-string does not (needed before Python 3.12)."""
         parents = self.parents()
         parent = parents[-1] if parents else None
         if isinstance(new, _LOOSE_EXPRESSIONS) and isinstance(parent, _TIGHT_PARENTS):
+            new = parenthesize(new)
+        elif isinstance(new, _CONDITIONAL) and (
+            isinstance(parent, cst.CompIf)
+            or (isinstance(parent, cst.IfExp) and parent.orelse is not original)
+        ):
+            # `a if b else c` as another conditional's body or test, or as a comprehension's
+            # `if`, would take that one's `if` or `else` as its own
             new = parenthesize(new)
         for node in reversed(parents):
             if isinstance(node, cst.FormattedString):
@@ -209,7 +217,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         qualname = ruled.site.qualname or ""
         if rule.rewrite.template is not None:
             new = apply_template(rule.rewrite, qualname, updated, self.ctx)
-            return self.finish(ruled, updated, new)
+            return self.finish(ruled, original, updated, new)
         name = rule.rewrite.transform or ""
         parent = self.parents()[-1] if self.parents() else None
         if (
@@ -236,16 +244,20 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.defer(target.deferred, ruled)
             return updated
         self.defer(target.deferred)
-        return self.finish(ruled, updated, new)
+        return self.finish(ruled, original, updated, new)
 
     def finish(
-        self, ruled: RuledSite, updated: cst.BaseExpression, new: cst.BaseExpression | None
+        self,
+        ruled: RuledSite,
+        original: cst.BaseExpression,
+        updated: cst.BaseExpression,
+        new: cst.BaseExpression | None,
     ) -> cst.BaseExpression:
         if new is None:
             self.mark(ruled, node=updated)
             return updated
         self.record(ruled, "rewritten")
-        return self.fit(new)
+        return self.fit(new, original)
 
     # -- string literals (idioms) ---------------------------------------------------------------
 
