@@ -23,7 +23,7 @@ from neuron_migrate.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.codemod.positions import Extent
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.codemod.spansets import SourceText, SpanSet
-from neuron_migrate.codemod.statements import StatementCleanup, deleted
+from neuron_migrate.codemod.statements import StatementCleanup, deleted, strip_leading_blanks
 from neuron_migrate.codemod.transforms.launch import DEVICE_LOADER, DEVICE_LOADER_SOURCE
 from neuron_migrate.ruleset import RuleSet
 
@@ -444,9 +444,12 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
     new: list[cst.BaseStatement] = [_parsed_statement(text) for text in lines]
     helpers = [HELPERS[name] for name in sorted(ctx.helpers) if name not in taken]
     if not new and not helpers:
-        return module
+        return strip_leading_blanks(module)
     body: list[cst.BaseStatement] = list(module.body)
     index, found = _insertion_point(body)
+    if index > 0:
+        module = strip_leading_blanks(module)
+        body = list(module.body)
     if found:
         start = 1 if body and _is_docstring(body[0]) else 0
         remaining = []

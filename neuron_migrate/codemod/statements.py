@@ -43,10 +43,12 @@ def _merge(
 
 
 def drop_deleted(
-    body: Sequence[cst.BaseStatement], *, allow_empty: bool = False
+    body: Sequence[cst.BaseStatement], *, module: bool = False
 ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
     """The body without placeholders, and the comments left over after its last statement.
-    A block (unlike a module) cannot be empty: it keeps a `pass` carrying the comments."""
+    A block (unlike a module) cannot be empty: it keeps a `pass` carrying the comments. A
+    module's new first statement keeps its blank lines, for the imports that may go above it
+    (`strip_leading_blanks` removes them when none do)."""
     out: list[cst.BaseStatement] = []
     carry: list[cst.EmptyLine] = []
     dropped = False
@@ -57,11 +59,11 @@ def drop_deleted(
             continue
         if dropped:
             own = getattr(stmt, "leading_lines", ())
-            stmt = stmt.with_changes(leading_lines=_merge(carry, own, not out))
+            stmt = stmt.with_changes(leading_lines=_merge(carry, own, not out and not module))
             carry, dropped = [], False
         out.append(stmt)
     comments = [line for line in carry if line.comment is not None]
-    if not out and not allow_empty:
+    if not out and not module:
         out.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=comments))
         comments = []
     return out, comments
@@ -85,5 +87,17 @@ class StatementCleanup(Transformer):
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not has_deleted(updated.body):
             return updated
-        body, leftover = drop_deleted(updated.body, allow_empty=True)
+        body, leftover = drop_deleted(updated.body, module=True)
         return updated.with_changes(body=body, footer=[*leftover, *updated.footer])
+
+
+def strip_leading_blanks(module: cst.Module) -> cst.Module:
+    """The module with no blank lines above its first statement (comments stay)."""
+    if not module.body:
+        return module
+    first = module.body[0]
+    lines = getattr(first, "leading_lines", ())
+    if not lines or lines[0].comment is not None:
+        return module
+    first = first.with_changes(leading_lines=_lstrip_blank(lines))
+    return module.with_changes(body=[first, *module.body[1:]])

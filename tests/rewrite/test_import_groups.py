@@ -36,3 +36,18 @@ def test_added_imports_join_their_groups() -> None:
         "\n"
         "from model import Net"
     )
+
+
+def test_imports_added_in_place_of_a_removed_block_keep_the_blank_lines_below_it() -> None:
+    for definition in ("def f():\n    return xr.world_size()\n", "@cache\nclass C:\n    n = 1\n"):
+        for blanks in ("\n", "\n\n"):
+            source = "import torch_xla\nimport torch_xla.runtime as xr\n" + blanks + definition
+            source += "\n\ndef g():\n    return xr.world_size()\n"
+            new = rewrite_source(source).new
+            first = definition.split("\n")[0]
+            assert new.startswith("import torch.distributed as dist\n" + blanks + first)
+
+
+def test_a_removed_first_import_leaves_no_blank_lines_at_the_top() -> None:
+    source = "import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n"
+    assert rewrite_source(source).new == "def f():\n    pass\n"
