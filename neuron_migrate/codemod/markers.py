@@ -24,17 +24,17 @@ def note_text(rule: Rule, text: str) -> str:
 
 def with_comments(stmt: N, comments: list[str], already: frozenset[str] = frozenset()) -> N:
     """`stmt` with `comments` as lines right above it; a comment already there (or in
-    `already`: the module header, for the first statement) is not repeated, which keeps a
-    second run from stacking markers."""
+    `already`: the module header, for the first statement), or earlier in `comments`, is not
+    repeated, which keeps a second run from stacking markers."""
     leading = getattr(stmt, "leading_lines", None)
     if leading is None:
         return stmt
     present = {line.comment.value for line in leading if line.comment is not None} | already
-    new = [
-        cst.EmptyLine(indent=True, comment=cst.Comment(text))
-        for text in comments
-        if text not in present
-    ]
+    new = []
+    for text in comments:  # two sites of one rule on a line: one marker
+        if text not in present:
+            present.add(text)
+            new.append(cst.EmptyLine(indent=True, comment=cst.Comment(text)))
     if not new:
         return stmt
     return stmt.with_changes(leading_lines=[*leading, *new])

@@ -76,3 +76,12 @@ def test_devices_list_inside_an_f_string_uses_the_other_quote():
     new = rewrite_source(source).new
     ast.parse(new)
     assert "torch.device('neuron', i) for i in range(torch.neuron.device_count())" in new
+
+
+def test_two_sites_of_one_rule_on_a_line_get_one_marker():
+    source = XM + 'free = xm.get_memory_info(d)["kb_free"] / xm.get_memory_info(d)["kb_total"]\n'
+    result = rewrite_source(source)
+    marker = load_ruleset().get("NM116").marker()
+    assert result.new.count(marker) == 1
+    assert [o.status for o in result.outcomes if o.code == "NM116"] == ["marked", "marked"]
+    assert rewrite_source(result.new).new == result.new
