@@ -34,6 +34,7 @@ _LITERAL_RECEIVERS = (
     ast.SetComp,
 )
 _NOT_TENSORS = frozenset({"self", "cls", "super"})
+_ENV_METHODS = {"get", "setdefault", "pop"}  # on a copy of the environment
 _ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"}
 
 Span = tuple[int, int, int, int]
@@ -284,6 +285,8 @@ class _SiteFinder:
                 self.env_subscript(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.Assign:
                 self.device_assignment(node, guarded)  # type: ignore[arg-type]
+            elif kind is ast.Dict:
+                self.env_dict(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.arguments:
                 self.device_defaults(node, guarded)  # type: ignore[arg-type]
 
@@ -326,9 +329,23 @@ class _SiteFinder:
             if _string(backend) in ("openxla", "openxla_eval"):
                 assert backend is not None
                 self.idiom("openxla-compile-backend", backend, _string(backend), guarded)
-        elif qualname in _ENV_CALLS:
+        elif qualname in _ENV_CALLS or (
+            qualname is None and self._env_method(func) in _ENV_METHODS
+        ):
             self.env_name(_argument(call, 0, "key"), guarded)
-        elif qualname == "os.environ.update":
+        elif (
+            qualname is None
+            and isinstance(func, ast.Name)
+            and func.id == "dict"
+            and first is not None
+            and self._is_environment(first)
+        ):
+            for kw in call.keywords:  # dict(os.environ, XLA_USE_BF16="1")
+                if kw.arg and _XLA_ENV.match(kw.arg):
+                    self.idiom("xla-env-var", kw.value, kw.arg, guarded)
+        elif qualname == "os.environ.update" or (
+            qualname is None and self._env_method(func) == "update"
+        ):
             for arg in call.args:
                 if isinstance(arg, ast.Dict):
                     for key in arg.keys:
@@ -360,8 +377,29 @@ class _SiteFinder:
         return "device" in ast.unparse(expr).lower()
 
     def env_subscript(self, node: ast.Subscript, guarded: bool) -> None:
-        if self.chain_qualnames.get(id(node.value)) == "os.environ":
+        if self._is_environment(node.value):
             self.env_name(node.slice, guarded)
+
+    def env_dict(self, node: ast.Dict, guarded: bool) -> None:
+        """`{**os.environ, "PJRT_DEVICE": "NEURON"}`: a child process's environment."""
+        pairs = zip(node.keys, node.values, strict=True)
+        if any(k is None and self._is_environment(v) for k, v in pairs):
+            for key in node.keys:
+                self.env_name(key, guarded)
+
+    def _is_environment(self, expr: ast.expr) -> bool:
+        """os.environ, or a variable named for an environment (`env`, `process_env`,
+        `self.env`): the copy of it a launcher hands a child process."""
+        if self.chain_qualnames.get(id(expr)) == "os.environ":
+            return True
+        name = expr.id if isinstance(expr, ast.Name) else getattr(expr, "attr", None)
+        return isinstance(name, str) and "env" in name.lower()
+
+    def _env_method(self, func: ast.expr) -> str | None:
+        """`update` for `env.update(...)` on an environment copy; None for anything else."""
+        if isinstance(func, ast.Attribute) and self._is_environment(func.value):
+            return func.attr
+        return None
 
     def env_name(self, key: ast.expr | None, guarded: bool) -> None:
         value = _string(key)

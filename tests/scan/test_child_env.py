@@ -1,0 +1,52 @@
+"""XLA-era variables set in the environment a launcher hands a child process are reported
+like those set in os.environ, and left for a person by the rewrite."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from neuron_migrate import api
+from neuron_migrate.codemod.engine import rewrite_source
+
+SOURCE = textwrap.dedent(
+    """\
+    import os
+    import subprocess
+
+
+    def launch(cmd, cores):
+        env = os.environ.copy()
+        env["PJRT_DEVICE"] = "NEURON"
+        env["NEURON_RT_VISIBLE_CORES"] = f"0-{cores - 1}"
+        env.update({"XLA_USE_BF16": "1"})
+        subprocess.run(cmd, env=env)
+        subprocess.run(cmd, env={**os.environ, "XLA_IR_DEBUG": "1"})
+        subprocess.run(cmd, env=dict(os.environ, XLA_DOWNCAST_BF16="1"))
+        config = {"PJRT_DEVICE": "not an environment"}
+        return config["PJRT_DEVICE"]
+    """
+)
+
+
+def test_variables_of_a_child_environment_are_found(tmp_path: Path) -> None:
+    path = tmp_path / "launch.py"
+    path.write_text(SOURCE)
+    report = api.scan(path, jobs=1, use_cache=False)
+    found = {(f.line, f.code, f.api) for f in report.findings}
+    assert found == {
+        (7, "NM701", "xla-env-var:PJRT_DEVICE"),
+        (8, "NM711", "xla-env-var:NEURON_RT_VISIBLE_CORES"),
+        (9, "NM702", "xla-env-var:XLA_USE_BF16"),
+        (11, "NM703", "xla-env-var:XLA_IR_DEBUG"),
+        (12, "NM702", "xla-env-var:XLA_DOWNCAST_BF16"),
+    }
+    result = rewrite_source(SOURCE)
+    assert {(o.line, o.code, o.status) for o in result.outcomes} == {
+        (7, "NM701", "marked"),
+        (8, "NM711", "kept"),
+        (9, "NM702", "marked"),
+        (11, "NM703", "marked"),
+        (12, "NM702", "marked"),
+    }
+    assert result.new.count("TODO(neuron-migrate NM7") == 4
