@@ -81,6 +81,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         # Sites whose outcome is their enclosing call's (xm.REDUCE_SUM in an xm.all_reduce that
         # converts it, or stays), by the span of that call.
         self.followers: dict[Span, list[RuledSite]] = defaultdict(list)
+        self._marked_idioms: set[Span] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
@@ -106,6 +107,18 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         if original is self._skipped:
             return super().on_leave(original, updated)
         result = super().on_leave(original, updated)
+        if (
+            self.index.literals
+            and isinstance(original, cst.BaseExpression)
+            and type(original) is not cst.SimpleString
+        ):
+            # An idiom on a value that is no string literal (`os.environ.update(XLA_FLAGS=f)`):
+            # no literal transform applies, so a person decides.
+            span = self.spans.get(original)
+            ruled = self.index.literals.get(span) if span is not None else None
+            if span is not None and ruled is not None and span not in self._marked_idioms:
+                self._marked_idioms.add(span)
+                self.mark(ruled, node=result)
         self.nodes.pop()
         if type(original) in STATEMENTS:
             self.statements.pop()

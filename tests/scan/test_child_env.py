@@ -50,3 +50,26 @@ def test_variables_of_a_child_environment_are_found(tmp_path: Path) -> None:
         (12, "NM702", "marked"),
     }
     assert result.new.count("TODO(neuron-migrate NM7") == 4
+
+
+def test_a_variable_given_a_value_that_is_no_literal_is_marked_as_the_scan_reports_it(
+    tmp_path: Path,
+) -> None:
+    source = (
+        "import os\n\n"
+        "os.environ.update(XLA_USE_BF16=flag)\n"
+        'os.environ.update(XLA_FLAGS=f"--xla_dump_to={folder}")\n'
+        'os.environ["XLA_" "IR_DEBUG"] = "1"\n'
+        "child = dict(os.environ, PJRT_DEVICE=device)\n"
+    )
+    path = tmp_path / "setup_env.py"
+    path.write_text(source)
+    scanned = {(f.line, f.code) for f in api.scan(path, jobs=1, use_cache=False).findings}
+    assert scanned == {(3, "NM702"), (4, "NM703"), (5, "NM703"), (6, "NM701")}
+    result = rewrite_source(source)
+    assert [(o.line, o.code, o.status) for o in result.outcomes] == [
+        (line, code, "marked") for line, code in sorted(scanned)
+    ]
+    for line in source.splitlines()[2:]:
+        above = result.new.splitlines()[result.new.splitlines().index(line) - 1]
+        assert above.startswith("# TODO(neuron-migrate NM7")
