@@ -313,6 +313,16 @@ class _SiteFinder:
             ):
                 assert first is not None
                 self.idiom("xla-device-string", first, first_string, guarded)
+        if (
+            first_string
+            and _XLA_DEVICE.match(first_string)
+            and isinstance(func, ast.Attribute)
+            and func.attr == "startswith"
+            and qualname is None
+            and self._mentions_device(func.value)
+        ):
+            assert first is not None  # str(device).startswith("xla"): a device-type test
+            self.idiom("xla-device-type-compare", first, first_string, guarded)
         if qualname == "torch.distributed.init_process_group":
             backend = _argument(call, 0, "backend")
             if _string(backend) == "xla":
