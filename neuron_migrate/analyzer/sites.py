@@ -106,6 +106,17 @@ def _string(node: ast.expr | None) -> str | None:
     return None
 
 
+def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
+    """The XLA device strings an expression may be: itself, or a branch of a conditional
+    (`"xla" if use_tpu else "cpu"`)."""
+    if isinstance(node, ast.IfExp):
+        return [*_device_strings(node.body), *_device_strings(node.orelse)]
+    value = _string(node)
+    if node is None or value is None or not _XLA_DEVICE.match(value):
+        return []
+    return [(node, value)]
+
+
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == name:
@@ -296,13 +307,13 @@ class _SiteFinder:
     def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
         qualname = self.call_qualnames.get(id(call))
         for kw in call.keywords:
-            value = _string(kw.value)
-            if kw.arg in ("device", "device_type") and value and _XLA_DEVICE.match(value):
-                self.idiom("xla-device-string", kw.value, value, guarded)
+            if kw.arg in ("device", "device_type"):
+                for node, value in _device_strings(kw.value):
+                    self.idiom("xla-device-string", node, value, guarded)
         func = call.func
         first = call.args[0] if call.args else None
         first_string = _string(first)
-        if first_string and _XLA_DEVICE.match(first_string):
+        if first is not None:
             is_to = isinstance(func, ast.Attribute) and func.attr == "to" and qualname is None
             if is_to or qualname in (
                 "torch.device",
@@ -311,8 +322,8 @@ class _SiteFinder:
                 "torch.random.fork_rng",
                 "torch.amp.GradScaler",
             ):
-                assert first is not None
-                self.idiom("xla-device-string", first, first_string, guarded)
+                for node, value in _device_strings(first):
+                    self.idiom("xla-device-string", node, value, guarded)
         if (
             first_string
             and _XLA_DEVICE.match(first_string)
@@ -418,11 +429,9 @@ class _SiteFinder:
             self.idiom("xla-env-var", key, value, guarded)
 
     def device_assignment(self, node: ast.Assign, guarded: bool) -> None:
-        value = _string(node.value)
-        if not value or not _XLA_DEVICE.match(value):
-            return
         if any(isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
-            self.idiom("xla-device-string", node.value, value, guarded)
+            for string, value in _device_strings(node.value):
+                self.idiom("xla-device-string", string, value, guarded)
 
     def device_defaults(self, args: ast.arguments, guarded: bool) -> None:
         positional = [*args.posonlyargs, *args.args]
@@ -433,9 +442,9 @@ class _SiteFinder:
             (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
         ]
         for arg, default in pairs:
-            value = _string(default)
-            if value and _XLA_DEVICE.match(value) and "device" in arg.arg.lower():
-                self.idiom("xla-device-string", default, value, guarded)
+            if "device" in arg.arg.lower():
+                for node, value in _device_strings(default):
+                    self.idiom("xla-device-string", node, value, guarded)
 
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:

@@ -32,7 +32,28 @@ def device_string(t: LiteralTarget) -> cst.SimpleString | None:
         # float16, so the dtype is written out.
         bf16 = render("torch.bfloat16", t.ctx)
         t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
+    elif _autocast_of_a_branch(t):
+        # `torch.autocast("xla" if tpu else "cuda")`: a dtype written out for the neuron branch
+        # would change the other device's
+        return None
     return replace_value(t.literal, "neuron" + (match.group("index") or ""))
+
+
+def _autocast_of_a_branch(t: LiteralTarget) -> bool:
+    """The literal is a branch of a conditional passed to an autocast without a dtype."""
+    parents = list(t.parents)
+    if not parents or not isinstance(parents[-1], cst.IfExp):
+        return False
+    while parents and isinstance(parents[-1], cst.IfExp):
+        parents.pop()
+    if len(parents) < 2 or not isinstance(parents[-1], cst.Arg):
+        return False
+    call = parents[-2]
+    return (
+        isinstance(call, cst.Call)
+        and t.ctx.qualname_of_call(call) in _AUTOCAST
+        and keyword_value(call, "dtype") is None
+    )
 
 
 @literal("replace-literal")
