@@ -34,6 +34,26 @@ _LITERAL_RECEIVERS = (
     ast.SetComp,
 )
 _NOT_TENSORS = frozenset({"self", "cls", "super"})
+# Libraries and builtins whose calls return no torch tensor: methods on their results are theirs.
+_NON_TENSOR_LIBRARIES = frozenset(
+    {
+        "numpy",
+        "pandas",
+        "scipy",
+        "math",
+        "statistics",
+        "json",
+        "re",
+        "os",
+        "pathlib",
+        "collections",
+        "time",
+        "datetime",
+    }
+)
+_NON_TENSOR_BUILTINS = frozenset(
+    {"list", "dict", "set", "tuple", "str", "bytes", "sorted", "range", "open", "zip"}
+)
 _ENV_METHODS = {"get", "setdefault", "pop"}  # on a copy of the environment
 _ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"}
 
@@ -255,8 +275,20 @@ class _SiteFinder:
                 isinstance(node.func, ast.Attribute)
                 and not isinstance(node.func.value, (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS))
                 and self._root_name(node.func.value) is None
+                and not self._makes_no_tensor(node.func.value)
             ):
                 self._method_site(node.func, guarded)
+
+    def _makes_no_tensor(self, receiver: ast.expr) -> bool:
+        """`np.array(x).median()`, `sorted(x).index(y)`: the receiver is the result of a call
+        known to return something other than a tensor."""
+        if not isinstance(receiver, ast.Call):
+            return False
+        qualname = self.chain_qualnames.get(id(receiver.func))
+        if qualname is not None:
+            return qualname.partition(".")[0] in _NON_TENSOR_LIBRARIES
+        func = receiver.func
+        return isinstance(func, ast.Name) and func.id in _NON_TENSOR_BUILTINS
 
     @staticmethod
     def _root_name(expr: ast.expr) -> ast.Name | None:
