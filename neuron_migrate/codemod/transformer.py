@@ -9,8 +9,8 @@ statement.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
@@ -270,7 +270,17 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled, node=updated)
             return updated
         self.record(ruled, "rewritten")
+        self.keep_comments([updated], [new])
         return self.fit(new, original)
+
+    def keep_comments(
+        self, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode | object]
+    ) -> None:
+        """Comments inside replaced code (`xm.xla_device(  # core`) that the replacement does
+        not carry go above the statement, so none is lost."""
+        lost = _comments(old) - _comments([n for n in new if isinstance(n, cst.CSTNode)])
+        lines = self.comments[id(self.statements[-1])]
+        lines.extend((text, None) for text in lost.elements())
 
     # -- string literals (idioms) ---------------------------------------------------------------
 
@@ -389,6 +399,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled)
             return None
         self.record(ruled, "rewritten")
+        self.keep_comments([new], result)
         statement = self.statements[-1]
         self._notes[id(statement)].extend(note_text(ruled.rule, n) for n in target.notes)
         return result
@@ -429,14 +440,17 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return updated.with_changes(items=keep)
         body = updated.body
         statements: list[cst.BaseStatement]
+        header: list[cst.EmptyLine] = []
         if isinstance(body, cst.IndentedBlock):
             statements = list(body.body)
+            if body.header.comment is not None:  # `with torch_xla.step():  # why`
+                header.append(cst.EmptyLine(indent=True, comment=body.header.comment))
         else:
             assert isinstance(body, cst.SimpleStatementSuite)
             statements = [cst.SimpleStatementLine(body=body.body)]
         first = statements[0]
         own = getattr(first, "leading_lines", ())
-        statements[0] = first.with_changes(leading_lines=[*updated.leading_lines, *own])
+        statements[0] = first.with_changes(leading_lines=[*updated.leading_lines, *header, *own])
         return cst.FlattenSentinel(statements)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
@@ -545,6 +559,18 @@ def _comment_first(result, lines: list[tuple[str, cst.CSTNode | None]], already:
     if isinstance(result, cst.CSTNode):
         return with_comments(result, [text for text, _ in lines], already)
     return result
+
+
+def _comments(nodes: Iterable[cst.CSTNode]) -> Counter[str]:
+    found: Counter[str] = Counter()
+    todo = list(nodes)
+    while todo:
+        current = todo.pop()
+        if isinstance(current, cst.Comment):
+            found[current.value] += 1
+        else:
+            todo.extend(children(current))
+    return found
 
 
 def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:

@@ -1,0 +1,42 @@
+"""Comments inside the code a rule replaces survive the rewrite, above the statement."""
+
+from __future__ import annotations
+
+from neuron_migrate.codemod.engine import rewrite_source
+
+SOURCE = """import torch
+import torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.runtime as xr
+
+
+def step(n, model, opt):
+    device = xm.xla_device(
+        # which core to use
+        n,
+    )
+    with torch_xla.step():  # one training step
+        loss = model(device)
+    world = xr.world_size(  # replicas
+    )
+    xm.mark_step(
+        wait=False,  # nothing to wait for
+    )
+    return loss, world
+"""
+
+
+def test_comments_in_replaced_calls_and_unwrapped_blocks_survive():
+    new = rewrite_source(SOURCE).new
+    comments = [line.strip() for line in new.splitlines() if line.strip().startswith("#")]
+    assert comments == [
+        "# which core to use",
+        "# one training step",
+        "# replicas",
+        "# nothing to wait for",
+    ]
+    lines = new.splitlines()
+    assert lines[lines.index("    # which core to use") + 1] == (
+        '    device = torch.device("neuron", n)'
+    )
+    assert rewrite_source(new).new == new
