@@ -44,7 +44,7 @@ _SPECIAL = frozenset(
     }
 )
 # Kinds the site finder inspects for XLA idioms (besides calls and `arguments`).
-_IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign, ast.Dict})
+_IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign, ast.AnnAssign, ast.Dict})
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 

@@ -137,6 +137,15 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     return [(node, value)]
 
 
+def _target_name(target: ast.expr) -> str:
+    """`device` for `device = ...`, `args.device = ...` and `self._device = ...`."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return ""
+
+
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == name:
@@ -326,7 +335,7 @@ class _SiteFinder:
                 self.idioms_in_compare(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.Subscript:
                 self.env_subscript(node, guarded)  # type: ignore[arg-type]
-            elif kind is ast.Assign:
+            elif kind is ast.Assign or kind is ast.AnnAssign:
                 self.device_assignment(node, guarded)  # type: ignore[arg-type]
             elif kind is ast.Dict:
                 self.env_dict(node, guarded)  # type: ignore[arg-type]
@@ -460,8 +469,9 @@ class _SiteFinder:
             assert key is not None
             self.idiom("xla-env-var", key, value, guarded)
 
-    def device_assignment(self, node: ast.Assign, guarded: bool) -> None:
-        if any(isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
+    def device_assignment(self, node: ast.Assign | ast.AnnAssign, guarded: bool) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any("device" in _target_name(t).lower() for t in targets):
             for string, value in _device_strings(node.value):
                 self.idiom("xla-device-string", string, value, guarded)
 

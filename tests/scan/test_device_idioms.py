@@ -73,3 +73,28 @@ def test_a_device_string_in_a_branch_of_a_conditional(tmp_path: Path) -> None:
     marked = lines.index('    with torch.autocast("xla" if tpu else "cuda"):')
     assert lines[marked - 1].startswith("    # TODO(neuron-migrate NM102)")
     assert [o.status for o in result.outcomes] == ["rewritten"] * 4 + ["marked"]
+
+
+def test_a_device_string_given_to_an_attribute_or_an_annotated_name(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        def configure(args, trainer):
+            if args.device == "auto":
+                args.device = "xla"
+            trainer._device: str = "xla:0"
+            trainer.name = "xla"
+            if args.device == "xla":
+                return trainer
+        """
+    )
+    assert _scan(tmp_path, source) == {
+        (3, "NM102", "xla-device-string:xla"),
+        (4, "NM102", "xla-device-string:xla:0"),
+        (6, "NM103", "xla-device-type-compare:xla"),
+    }
+    new = rewrite_source(source).new
+    # the value set and the value tested change together
+    assert '        args.device = "neuron"' in new.splitlines()
+    assert '    if args.device == "neuron":' in new.splitlines()
+    assert '    trainer._device: str = "neuron:0"' in new.splitlines()
+    assert '    trainer.name = "xla"' in new.splitlines()
