@@ -122,6 +122,10 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.nodes.pop()
         if type(original) in STATEMENTS:
             self.statements.pop()
+            for _, ruled in self.pending_env.pop(id(original), []):
+                # read in a compound statement's header (`if os.environ.get("PJRT_DEVICE")`):
+                # no setter to delete, a person decides
+                self.mark(ruled, statement=original)
             lines = self.comments.pop(id(original), None)
             if lines:
                 result = _comment_first(result, lines, self.already_above(original))

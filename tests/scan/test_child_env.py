@@ -73,3 +73,26 @@ def test_a_variable_given_a_value_that_is_no_literal_is_marked_as_the_scan_repor
     for line in source.splitlines()[2:]:
         above = result.new.splitlines()[result.new.splitlines().index(line) - 1]
         assert above.startswith("# TODO(neuron-migrate NM7")
+
+
+def test_a_variable_read_in_a_compound_statement_header_is_marked(tmp_path: Path) -> None:
+    source = (
+        "import os\n\n"
+        'if os.environ.get("PJRT_DEVICE") == "NEURON":\n'
+        "    pass\n"
+        'while os.environ.get("XLA_USE_BF16"):\n'
+        "    break\n"
+    )
+    path = tmp_path / "checks.py"
+    path.write_text(source)
+    scanned = {(f.line, f.code) for f in api.scan(path, jobs=1, use_cache=False).findings}
+    assert scanned == {(3, "NM701"), (5, "NM702")}
+    result = rewrite_source(source)
+    assert sorted((o.line, o.code, o.status) for o in result.outcomes) == [
+        (3, "NM701", "marked"),
+        (5, "NM702", "marked"),
+    ]
+    lines = result.new.splitlines()
+    for header in ('if os.environ.get("PJRT_DEVICE") == "NEURON":', "while os.environ.get("):
+        at = next(i for i, line in enumerate(lines) if line.startswith(header))
+        assert lines[at - 1].startswith("# TODO(neuron-migrate NM70")
