@@ -85,3 +85,15 @@ def test_two_sites_of_one_rule_on_a_line_get_one_marker():
     assert result.new.count(marker) == 1
     assert [o.status for o in result.outcomes if o.code == "NM116"] == ["marked", "marked"]
     assert rewrite_source(result.new).new == result.new
+
+
+def test_compile_with_dynamic_known_only_at_run_time_is_marked():
+    source = (
+        "import torch\n\n"
+        "def build(model, args):\n"
+        "    return torch.compile(model, backend='openxla', dynamic=args.dynamic)\n"
+    )
+    result = rewrite_source(source)
+    assert "TODO(neuron-migrate NM120)" in result.new
+    assert "backend='openxla', dynamic=args.dynamic" in result.new
+    assert [o.status for o in result.outcomes] == ["marked"]

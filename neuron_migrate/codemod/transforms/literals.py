@@ -8,7 +8,7 @@ import libcst as cst
 
 from neuron_migrate.codemod.targets import LiteralTarget, literal
 from neuron_migrate.codemod.templates import add_keyword, keyword_value, remove_keyword, render
-from neuron_migrate.codemod.transforms._build import is_true, string_value
+from neuron_migrate.codemod.transforms._build import is_false, is_none, string_value
 
 _XLA_DEVICE = re.compile(r"^xla(?P<index>:\d+)?$")
 _AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
@@ -67,8 +67,11 @@ def compile_backend(t: LiteralTarget) -> cst.SimpleString | None:
     """backend='openxla' -> 'neuron', pinning dynamic=False and dropping an ignored mode=."""
     call = t.enclosing_call()
     if call is not None and t.ctx.qualname_of_call(call) == "torch.compile":
-        if is_true(keyword_value(call, "dynamic")):
-            return None  # the neuron backend rejects dynamic shapes: a person must decide
+        dynamic = keyword_value(call, "dynamic")
+        if not (is_none(dynamic) or is_false(dynamic)):
+            # True, or a value known only at run time: the neuron backend rejects dynamic
+            # shapes, so a person must decide
+            return None
         mode = keyword_value(call, "mode")
         drop_mode = mode is not None and string_value(mode) != "default"
         dynamic_false = cst.Name("False")
@@ -76,7 +79,14 @@ def compile_backend(t: LiteralTarget) -> cst.SimpleString | None:
         def edit(c: cst.Call) -> cst.Call:
             if drop_mode:
                 c = remove_keyword(c, "mode")
-            return add_keyword(c, "dynamic", dynamic_false)
+            # dynamic=None is torch's automatic dynamic shapes, as when it is not passed
+            args = [
+                a.with_changes(value=dynamic_false)
+                if a.keyword is not None and a.keyword.value == "dynamic"
+                else a
+                for a in c.args
+            ]
+            return add_keyword(c.with_changes(args=args), "dynamic", dynamic_false)
 
         t.deferred.append((call, edit))
     return replace_value(t.literal, "neuron")
