@@ -46,9 +46,28 @@ class NameCount:
                     self.chains.add(chain)
                 # The name after the dot is an attribute, not a use of a local name.
                 stack.append(node.value)  # type: ignore[attr-defined]
+            elif kind is cst.Global or kind is cst.Nonlocal:
+                continue  # declares where a name lives; reads nothing
+            elif kind in _BINDERS:
+                # `xm = None`, `for xm in ...`, `except E as xm`: a bare name there is bound,
+                # not read (an attribute or subscript target still reads its base)
+                target = getattr(node, _BINDERS[kind])
+                stack.extend(
+                    c for c in children(node) if c is not target or type(c) is not cst.Name
+                )
             elif kind is not cst.Import and kind is not cst.ImportFrom:
                 stack.extend(children(node))
 
+
+# Nodes that bind a name, and the field holding it.
+_BINDERS: dict[type, str] = {
+    cst.AssignTarget: "target",
+    cst.AnnAssign: "target",
+    cst.For: "target",
+    cst.CompFor: "target",
+    cst.NamedExpr: "target",
+    cst.AsName: "name",
+}
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _IS_NODE: dict[type, bool] = {}
