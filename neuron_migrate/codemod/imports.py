@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import libcst as cst
 
 from neuron_migrate.codemod.context import FileContext, module_bindings
-from neuron_migrate.codemod.markers import HeaderComments, with_comments
+from neuron_migrate.codemod.markers import NOTE_PREFIX, TODO_PREFIX, HeaderComments, with_comments
 from neuron_migrate.codemod.names import NameCount, dotted
 from neuron_migrate.codemod.outline import Imported
 from neuron_migrate.codemod.output import Printer
@@ -409,13 +409,28 @@ def _place_in_group(
     later = [i for i in run if (_top_module(body[i]) or "") > root]
     if later and later[0] == run[0]:
         first = body[run[0]]
-        body[run[0]] = first.with_changes(leading_lines=[])
-        leading = getattr(first, "leading_lines", ())
+        leading, markers = _split_markers(getattr(first, "leading_lines", ()))
+        body[run[0]] = first.with_changes(leading_lines=markers)
         body.insert(run[0], statement.with_changes(leading_lines=leading))
     else:
         position = later[0] if later else run[-1] + 1
         body.insert(position, statement.with_changes(leading_lines=[]))
     return True
+
+
+def _split_markers(
+    lines: Sequence[cst.EmptyLine],
+) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """A statement's leading lines as (those a line inserted above it takes: blank lines,
+    group comments; the codemod's markers right above it, which stay with it)."""
+    cut = len(lines)
+    while cut and _is_marker(lines[cut - 1]):
+        cut -= 1
+    return list(lines[:cut]), list(lines[cut:])
+
+
+def _is_marker(line: cst.EmptyLine) -> bool:
+    return line.comment is not None and line.comment.value.startswith((TODO_PREFIX, NOTE_PREFIX))
 
 
 def _starts_group(statement: cst.BaseStatement) -> bool:
@@ -465,8 +480,10 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
         new = [statement for _, statement in remaining]
     if found and lines and lines[0] == "import os":  # the standard library goes first
         start = 1 if body and _is_docstring(body[0]) else 0
-        os_line = new.pop(0).with_changes(leading_lines=getattr(body[start], "leading_lines", ()))
-        body[start] = body[start].with_changes(leading_lines=[_blank()])  # stdlib, then the rest
+        leading, markers = _split_markers(getattr(body[start], "leading_lines", ()))
+        os_line = new.pop(0).with_changes(leading_lines=leading)
+        # stdlib, then the rest
+        body[start] = body[start].with_changes(leading_lines=[_blank(), *markers])
         body.insert(start, os_line)
         index += 1
     if not found and new and index > 0:

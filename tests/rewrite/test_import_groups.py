@@ -85,3 +85,17 @@ def test_a_guard_whose_fallback_only_binds_the_name_is_reported_as_unused() -> N
     new = rewrite_source(source).new
     assert "# TODO(neuron-migrate NM198)" in new
     assert "NM100" not in new
+
+
+def test_an_import_added_first_leaves_the_marker_above_its_own_import() -> None:
+    source = (
+        "import torch_xla.runtime as xr\n\n\n"
+        "def info():\n"
+        "    return xr.local_process_count(), xr.global_device_count()\n"
+    )
+    new = rewrite_source(source).new
+    assert new.startswith(
+        "import os\n\n# TODO(neuron-migrate NM100): this torch_xla import is still used"
+    )
+    assert "\nimport torch_xla.runtime as xr\n" in new
+    assert rewrite_source(new).new == new
