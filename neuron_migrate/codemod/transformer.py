@@ -553,12 +553,12 @@ def _comment_first(result, lines: list[tuple[str, cst.CSTNode | None]], already:
         nodes = list(result.nodes)
         if not nodes:
             return result
-        above: dict[int, list[str]] = defaultdict(list)
+        above: dict[int, list[tuple[str, cst.CSTNode | None]]] = defaultdict(list)
         for text, site in lines:
             holder = next((i for i, n in enumerate(nodes) if site and _holds(n, site)), 0)
-            above[holder].append(text)
-        for i, texts in above.items():
-            nodes[i] = with_comments(nodes[i], texts, already if i == 0 else frozenset())
+            above[holder].append((text, site))
+        for i, entries in above.items():
+            nodes[i] = _comment_innermost(nodes[i], entries, already if i == 0 else frozenset())
         return cst.FlattenSentinel(nodes)
     if isinstance(result, cst.CSTNode):
         return with_comments(result, [text for text, _ in lines], already)
@@ -575,6 +575,30 @@ def _comments(nodes: Iterable[cst.CSTNode]) -> Counter[str]:
         else:
             todo.extend(children(current))
     return found
+
+
+def _comment_innermost(
+    statement: cst.CSTNode, entries: list[tuple[str, cst.CSTNode | None]], already: frozenset[str]
+) -> cst.CSTNode:
+    """The TODO lines above the innermost statement of `statement` that holds each site (a
+    made `if` around a print: above the print), where the next run looks for them."""
+    body = getattr(statement, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        inner: list[cst.CSTNode] = list(body.body)
+        here: list[str] = []
+        below: dict[int, list[tuple[str, cst.CSTNode | None]]] = defaultdict(list)
+        for text, site in entries:
+            k = next((k for k, n in enumerate(inner) if site and _holds(n, site)), None)
+            if k is None:
+                here.append(text)
+            else:
+                below[k].append((text, site))
+        if below:
+            for k, nested in below.items():
+                inner[k] = _comment_innermost(inner[k], nested, frozenset())
+            statement = statement.with_changes(body=body.with_changes(body=inner))
+        return with_comments(statement, here, already) if here else statement
+    return with_comments(statement, [text for text, _ in entries], already)
 
 
 def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
