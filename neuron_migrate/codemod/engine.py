@@ -64,6 +64,14 @@ def rewrite_source(
     rules = RuleTransformer(index, ctx, where)
     module = module.visit(rules)
     imported = {site.detail for site in index.imports if site.detail}
+    plain_binders = frozenset(
+        site.detail
+        for site in index.imports
+        if site.detail
+        and site.qualname
+        and (rule := ruleset.for_import(site.qualname)) is not None
+        and rule.code == "NM100"
+    )
     printer = Printer(module)
     module = clean_imports(
         module,
@@ -74,6 +82,7 @@ def rewrite_source(
         imported,
         rules.made_from,
         printer,
+        plain_binders,
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)

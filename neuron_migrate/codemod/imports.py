@@ -125,10 +125,12 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         extents: Mapping[cst.CSTNode, Extent],
         made_from: Mapping[object, Extent],
         xla_mentions: SpanSet,
+        plain_binders: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self.ruleset = ruleset
         self.usage = usage
+        self.plain_binders = plain_binders
         self.extents = extents
         self.made_from = made_from
         self.xla_mentions = xla_mentions
@@ -167,7 +169,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
         if rule is not None and rule.code != "NM100" and local == module.partition(".")[0]:
-            return self.usage.uses_chain(module)  # imported for a side effect only
+            # Imported for a side effect; but it binds `torch_xla` too, which code still
+            # reading that name needs when no plain torch_xla import binds it.
+            if self.usage.uses_chain(module):
+                return True
+            return local not in self.plain_binders and self.usage.uses_name(local)
         return self.usage.uses_name(local)
 
     def leave_SimpleStatementLine(
@@ -328,16 +334,19 @@ def clean_imports(
     imported: Iterable[str],
     made_from: Mapping[object, Extent],
     printer: Printer,
+    plain_binders: frozenset[str] = frozenset(),
 ) -> cst.Module:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
     `xla_mentions`: where the source says torch_xla; `imported`: the names the imports bind,
     counted in one pass before the import pass asks about them; `made_from`: for each node the
     rule pass made, where what it stands in place of was in the source; `printer`: prints its
-    top-level statements for the output."""
+    top-level statements for the output; `plain_binders`: the names torch_xla imports other than
+    the side-effect ones (`import torch_xla.distributed.xla_backend`) bind."""
     usage = _Usage(module, extents, source, printer)
     usage.cover(imported)
-    return module.visit(ImportCleanup(ruleset, usage, extents, made_from, xla_mentions))
+    cleanup = ImportCleanup(ruleset, usage, extents, made_from, xla_mentions, plain_binders)
+    return module.visit(cleanup)
 
 
 # -- additions --------------------------------------------------------------------------------

@@ -99,3 +99,23 @@ def test_an_import_added_first_leaves_the_marker_above_its_own_import() -> None:
     )
     assert "\nimport torch_xla.runtime as xr\n" in new
     assert rewrite_source(new).new == new
+
+
+def test_a_side_effect_import_stays_while_the_name_it_binds_is_read() -> None:
+    """`import torch_xla.distributed.xla_backend` also binds `torch_xla`: removed while a
+    marked `torch_xla._XLAC` call still reads it, the migrated code raised NameError."""
+    source = (
+        "import torch.distributed as dist\n"
+        "import torch_xla.distributed.xla_backend\n\n\n"
+        "def setup():\n"
+        '    dist.init_process_group("xla")\n'
+        "    return torch_xla._XLAC._xla_get_default_device()\n"
+    )
+    new = rewrite_source(source).new
+    assert "\nimport torch_xla.distributed.xla_backend\n" in new
+    assert 'dist.init_process_group("neuron")' in new
+    # with a plain import of torch_xla to bind the name, the side-effect import goes
+    plain = source.replace("import torch_xla.", "import torch_xla\nimport torch_xla.")
+    new = rewrite_source(plain).new
+    assert "xla_backend" not in new
+    assert "\nimport torch_xla\n" in new
