@@ -33,6 +33,7 @@ BACKEND_NAME = "neuron"
 refuse_non_native_ops = True
 _policy: OpPolicy | None = None
 _seen_frames: set[int] = set()
+_native_engine = False
 _CPU = torch.device("cpu")
 _FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -234,18 +235,34 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
     def forward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.forward_ops = _check_graph("forward", record, graph)
-        return make_boxed_func(graph_runner.runnable(graph))
+        return make_boxed_func(_runnable(graph))
 
     def backward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.backward_ops = _check_graph("backward", record, graph)
-        return make_boxed_func(graph_runner.runnable(graph))
+        return make_boxed_func(_runnable(graph))
 
+    compiler = aot_autograd(
+        fw_compiler=forward_compiler,
+        bw_compiler=backward_compiler,
+        decompositions=_decompositions(),
+    )
+    if _native_engine:
+        return compiler(gm, example_inputs)
     with _NeuronFactoriesOnHost():
-        return aot_autograd(
-            fw_compiler=forward_compiler,
-            bw_compiler=backward_compiler,
-            decompositions=_decompositions(),
-        )(gm, example_inputs)
+        return compiler(gm, example_inputs)
+
+
+def _runnable(graph: torch.fx.GraphModule) -> Any:
+    run = graph_runner.runnable(graph)
+    if not _native_engine:
+        return run
+    from neuron_sim.native import graph_scope
+
+    def run_in_graph_scope(*args: Any) -> Any:
+        with graph_scope():
+            return run(*args)
+
+    return run_in_graph_scope
 
 
 @functools.cache
@@ -277,7 +294,8 @@ def _register_backend() -> None:
     from torch._dynamo.backends.registry import register_backend
 
     register_backend(neuron_backend, name=BACKEND_NAME)
-    _fake_factories_on_host()
+    if not _native_engine:
+        _fake_factories_on_host()
     # Past the recompile limit dynamo silently runs eager; a neuron run must say so.
     torch._dynamo.config.fail_on_recompile_limit_hit = True
     # A second shape would otherwise turn on automatic dynamic shapes, which neuron refuses.
@@ -304,10 +322,14 @@ def _is_neuron(backend: Any) -> bool:
     return backend == BACKEND_NAME or backend is neuron_backend
 
 
-def install(policy: OpPolicy) -> None:
-    """Wrap `torch.compile` so a neuron compile is static-shaped and registered on first use."""
-    global _policy
+def install(policy: OpPolicy, native_engine: bool = False) -> None:
+    """Wrap `torch.compile` so a neuron compile is static-shaped and registered on first use.
+
+    `native_engine`: neuron tensors are real PrivateUse1 tensors, which fake mode and
+    AOTAutograd trace as they trace any device's; graphs run on the device (uncounted)."""
+    global _policy, _native_engine
     _policy = policy
+    _native_engine = native_engine
     original_compile = torch.compile
 
     @functools.wraps(original_compile)

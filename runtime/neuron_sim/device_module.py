@@ -14,7 +14,10 @@ from typing import Any
 
 import torch
 
-from neuron_sim.memory import LEDGER
+from neuron_sim import memory
+
+# The Python engine's ledger; the native engine replaces it with its allocator's counters.
+LEDGER: memory.Counters = memory.LEDGER
 
 _current_device = 0
 

@@ -47,16 +47,20 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
 
     matrix = load_matrix(target)
 
-    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+    from neuron_sim import device_module, native
 
-    from neuron_sim import device_module
+    native_engine = native.requested()
+    if native_engine:
+        _register_device_name(device_module)
+    else:
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    _setup_privateuseone_for_python_backend(
-        rename="neuron",
-        backend_module=device_module,
-        hook=device_module.Hooks(),
-        device_guard=device_module.DeviceGuard(),
-    )
+        _setup_privateuseone_for_python_backend(
+            rename="neuron",
+            backend_module=device_module,
+            hook=device_module.Hooks(),
+            device_guard=device_module.DeviceGuard(),
+        )
     # Everything below parses "neuron" or imports modules that do.
     from neuron_sim import (
         autocast,
@@ -74,12 +78,16 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
     trace = ProcessTrace(target=matrix.version)
     policy = OpPolicy(matrix, trace)
     tensor.bind(policy, torch.device("neuron", 0))
-    kernels.register()
+    if native_engine:
+        native.install(policy, trace)
+        device_module.LEDGER = native.NativeLedger()
+    else:
+        kernels.register()
     autocast.register()
     serialization.register()
-    patches.apply()
+    patches.apply(native_engine)
     distributed.register()
-    compile_backend.install(policy)
+    compile_backend.install(policy, native_engine=native_engine)
     trace.before_write.append(compile_backend.update_trace)
     stand_in.install(trace, matrix.version)
     namespaces.install(matrix, trace)
@@ -87,6 +95,14 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
         write_at_exit(trace, trace_dir)
     _installed = trace
     return trace
+
+
+def _register_device_name(device_module: object) -> None:
+    """What `_setup_privateuseone_for_python_backend` does, less the Python hooks and guard:
+    the native engine registers its own from C++."""
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch._register_device_module("neuron", device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
 
 
 TARGET_ENV = "NEURON_MIGRATE_SIM"

@@ -12,8 +12,21 @@ weak reference of its own. Weak references never go on the wrappers: `swap_tenso
 from __future__ import annotations
 
 import weakref
+from typing import Protocol
 
 import torch
+
+
+class Counters(Protocol):
+    """What `torch.neuron`'s memory functions read: this ledger, or the native engine's."""
+
+    @property
+    def allocated(self) -> int: ...
+    @property
+    def peak(self) -> int: ...
+    def reset_peak(self) -> None: ...
+    def reset_accumulated(self) -> None: ...
+    def stats(self) -> dict[str, int]: ...
 
 
 class MemoryLedger:

@@ -13,9 +13,10 @@ from neuron_sim import device_module
 from neuron_sim.tensor import NeuronTensor
 
 
-def apply() -> None:
+def apply(native_engine: bool = False) -> None:
     _synchronize_is_a_no_op()
-    _pinned_memory_is_pageable()
+    if not native_engine:  # the native engine gives torch a pinned allocator
+        _pinned_memory_is_pageable()
     _neuron_generators_are_host_generators()
     _accelerator_memory_reads_the_ledger()
     # Optimizers pick foreach (multi-tensor) kernels for plain tensors on accelerators; neuron

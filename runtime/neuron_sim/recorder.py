@@ -75,8 +75,15 @@ class ProcessTrace:
     recompile_limit_hits: int = 0
     used_device: bool = False
     before_write: list[Callable[[ProcessTrace], None]] = field(default_factory=list)
+    # Where op counts are kept outside the records (the native engine counts in C++).
+    count_sources: list[Callable[[ProcessTrace], None]] = field(default_factory=list)
+
+    def refresh_counts(self) -> None:
+        for source in self.count_sources:
+            source(self)
 
     def as_json(self) -> dict[str, Any]:
+        self.refresh_counts()
         return {
             "format": TRACE_FORMAT,
             "format_version": TRACE_FORMAT_VERSION,
@@ -112,6 +119,7 @@ class ProcessTrace:
         }
 
     def has_content(self) -> bool:
+        self.refresh_counts()
         return bool(
             self.used_device
             or self.compiles

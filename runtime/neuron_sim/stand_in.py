@@ -22,6 +22,7 @@ def build(trace: ProcessTrace, version: str) -> types.ModuleType:
     baseline: dict[str, int] = {}
 
     def _ran(status: str) -> list[str]:
+        trace.refresh_counts()
         return [
             record.name
             for record in trace.ops.values()
@@ -38,6 +39,7 @@ def build(trace: ProcessTrace, version: str) -> types.ModuleType:
 
     def clear_op_tracking() -> None:
         """Forget the ops seen so far (the run's trace keeps them)."""
+        trace.refresh_counts()
         baseline.clear()
         baseline.update({record.name: record.count for record in trace.ops.values()})
 

@@ -130,13 +130,15 @@ assert torch.allclose(loss.cpu(), eager.cpu(), atol=1e-5), (loss, eager)
 assert torch.allclose(model.pos.weight.grad.cpu(), eager_grad, atol=1e-5)
 
 def made_here(x):
-    ones = torch.ones(3, dtype=torch.float64, device="neuron")
-    return x + ones, torch.arange(3, device=x.device)
+    tenths = torch.full((3,), 0.1, dtype=torch.float64, device="neuron")
+    return x + tenths, torch.arange(3, device=x.device)
 
 total, index = torch.compile(made_here, backend="neuron")(torch.ones(3, device="neuron"))
 assert total.device.type == index.device.type == "neuron"
-assert total.dtype is torch.float64 and total._elem.dtype is torch.float32  # stored narrower
-assert total.cpu().tolist() == [2.0, 2.0, 2.0] and index.cpu().tolist() == [0, 1, 2]
+# float64 reported, float32 computed: 1.1 as float32 has it, not as float64 has it
+as_float32 = torch.tensor(1.1, dtype=torch.float32).item()
+assert total.dtype is torch.float64 and total.cpu().tolist() == [as_float32] * 3 != [1.1] * 3
+assert index.cpu().tolist() == [0, 1, 2]
 print("FACTORIES_OK")
 """
 

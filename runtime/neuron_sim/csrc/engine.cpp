@@ -1,0 +1,739 @@
+// The simulated neuron device as a C++ PrivateUse1 backend (the "native" engine).
+//
+// Neuron tensors are real PrivateUse1 tensors over host memory. Every op on them reaches one
+// boxed kernel, `run_op`: it asks the matrix's verdict once per op (a Python callback), counts
+// the call, points CPU tensors at the device arguments' memory (no copy), redispatches to the
+// CPU kernels and hands the results back as device tensors over the same memory. Python is
+// called only where the runtime records something new: an op's first calls (its user source
+// line, sampled like the Python engine's), a refusal, a float64 tensor made on the device, a
+// refused memory format. Everything else stays in C++, which is what the overhead targets need
+// (bench/README.md, "The floor of a C++ backend").
+
+#include <torch/extension.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <functional>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+namespace py = pybind11;
+
+const c10::Device kDevice(c10::DeviceType::PrivateUse1, 0);
+const c10::Device kHost(c10::DeviceType::CPU);
+const c10::DispatchKeySet kDeviceKeys({c10::DispatchKey::PrivateUse1,
+                                       c10::DispatchKey::AutogradPrivateUse1,
+                                       c10::DispatchKey::ADInplaceOrView});
+
+enum Status : int { kNative = 0, kFallback = 1, kUnsupported = 2 };
+
+// ---------------------------------------------------------------------------------------------
+// Memory: every byte a device storage holds, counted from allocation to free.
+
+struct Ledger {
+  std::atomic<int64_t> allocated{0}, peak{0}, allocations{0}, frees{0}, live{0};
+
+  void grow(int64_t n) {
+    const int64_t now = allocated += n;
+    int64_t seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+    ++allocations;
+    ++live;
+  }
+  void shrink(int64_t n) {
+    allocated -= n;
+    ++frees;
+    --live;
+  }
+} ledger;
+
+// The context of a device allocation: its size, for the ledger, and what owns the memory
+// (nothing for the allocator's own blocks; the CPU tensor whose memory a result adopted).
+struct Block {
+  int64_t nbytes;
+  void* raw;                     // freed with free_cpu when `owner` is empty
+  std::unique_ptr<at::Tensor> owner;
+};
+
+void free_block(void* ctx) {
+  auto* block = static_cast<Block*>(ctx);
+  ledger.shrink(block->nbytes);
+  if (!block->owner) c10::free_cpu(block->raw);
+  delete block;
+}
+
+struct HostAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    void* p = n ? c10::alloc_cpu(n) : nullptr;
+    auto* block = new Block{static_cast<int64_t>(n), p, nullptr};
+    ledger.grow(block->nbytes);
+    return {p, block, &free_block, kDevice};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+HostAllocator host_allocator;
+
+// A device DataPtr over the memory of the CPU tensor `owner`, which it keeps alive.
+c10::DataPtr adopt(const at::Tensor& owner) {
+  const auto& storage = owner.storage();
+  auto* block = new Block{static_cast<int64_t>(storage.nbytes()), nullptr,
+                          std::make_unique<at::Tensor>(owner)};
+  ledger.grow(block->nbytes);
+  return {storage.mutable_data(), block, &free_block, kDevice};
+}
+
+// Pinned host memory (`pin_memory=True`, DataLoader's pinning thread): ordinary host memory
+// whose blocks are remembered, so `is_pinned()` answers as on a device with a DMA engine.
+std::mutex pinned_mutex;
+std::unordered_set<const void*> pinned_blocks;
+
+void free_pinned(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    pinned_blocks.erase(p);
+  }
+  c10::free_cpu(p);
+}
+
+struct PinnedAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    void* p = n ? c10::alloc_cpu(n) : nullptr;
+    if (p) {
+      std::lock_guard<std::mutex> lock(pinned_mutex);
+      pinned_blocks.insert(p);
+    }
+    return {p, p, &free_pinned, kHost};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+PinnedAllocator pinned_allocator;
+
+// ---------------------------------------------------------------------------------------------
+// Device plumbing torch asks a PrivateUse1 backend for.
+
+struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+  c10::Device exchangeDevice(c10::Device d) const override { return kDevice; }
+  c10::Device getDevice() const override { return kDevice; }
+  void setDevice(c10::Device) const override {}
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, kDevice);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return s; }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+};
+
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return 1; }
+  at::Device getDeviceFromPtr(void*) const override { return kDevice; }
+  // Neuron tensors compute on the host, so their random numbers come from the host generator.
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    return at::detail::getDefaultCPUGenerator();
+  }
+  bool isPinnedPtr(const void* data) const override {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    return pinned_blocks.count(data) > 0;
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator; }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
+};
+
+// ---------------------------------------------------------------------------------------------
+// What the runtime's Python side is told, and asks.
+
+struct OpState {
+  std::string name;
+  int status = kNative;
+  bool cpu_tensor_ok = false;   // takes non-scalar CPU tensors beside device ones (transfers)
+  uint64_t host_results = 0;    // results torch keeps on the host (bit per position)
+  int64_t count = 0;
+  bool metadata_only = false;   // a view or an in-place view op
+};
+
+struct Callbacks {
+  py::object describe;        // (name) -> (status, cpu_tensor_ok, host_result_positions)
+  py::object sample;          // (name, calls before this one): first use, user line
+  py::object refuse;          // (name) -> raises the refusal naming op and line
+  py::object downcast;        // (logical dtype name, stored-as name): a tensor made narrower
+  py::object memory_format;   // (format name) -> raises the refusal
+};
+Callbacks* callbacks = nullptr;  // set by `install`; lives for the process
+int64_t location_samples = 1024;
+bool downcast_float64 = false;   // float64 stored as float64, computed as float32
+
+std::mutex states_mutex;
+std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpState>> states;
+
+// Set while an accepted compiled graph runs: its ops are the graph's, counted by the compile
+// record, not as eager ops.
+thread_local bool in_graph = false;
+// Set while a metadata op runs on device tensors: the ops torch calls inside it (`t_` calls
+// `transpose_`) are part of it, not the user's.
+thread_local bool nested = false;
+
+std::string op_name(const c10::FunctionSchema& schema) {
+  return schema.overload_name().empty() ? schema.name()
+                                        : schema.name() + "." + schema.overload_name();
+}
+
+bool touches_metadata_only(const c10::OperatorHandle& op);
+
+OpState& state_for(const c10::FunctionSchema& schema,
+                   const c10::OperatorHandle* handle = nullptr) {
+  {
+    std::lock_guard<std::mutex> lock(states_mutex);
+    auto found = states.find(&schema);
+    if (found != states.end()) return *found->second;
+  }
+  auto state = std::make_unique<OpState>();
+  state->name = op_name(schema);
+  if (handle) state->metadata_only = touches_metadata_only(*handle);
+  {
+    py::gil_scoped_acquire gil;
+    auto verdict = callbacks->describe(state->name).cast<py::tuple>();
+    state->status = verdict[0].cast<int>();
+    state->cpu_tensor_ok = verdict[1].cast<bool>();
+    for (auto position : verdict[2].cast<py::tuple>()) state->host_results |= 1ull << position.cast<int>();
+  }
+  std::lock_guard<std::mutex> lock(states_mutex);
+  auto& slot = states[&schema];
+  if (!slot) slot = std::move(state);
+  return *slot;
+}
+
+// Count one call of the op; refuse it when the matrix says it is unsupported.
+void account(OpState& state) {
+  if (in_graph || nested) return;
+  if (state.status == kUnsupported) {
+    py::gil_scoped_acquire gil;
+    callbacks->refuse(state.name);  // raises: error_already_set reaches the caller
+    throw std::logic_error("refuse callback returned");
+  }
+  if (state.count < location_samples) {
+    py::gil_scoped_acquire gil;
+    callbacks->sample(state.name, state.count);
+  }
+  ++state.count;
+}
+
+void note_downcast(at::ScalarType logical) {
+  if (in_graph) return;
+  py::gil_scoped_acquire gil;
+  callbacks->downcast(logical == at::kDouble ? "float64" : "complex128",
+                      logical == at::kDouble ? "float32" : "complex64");
+}
+
+void check_memory_format(std::optional<at::MemoryFormat> format) {
+  if (!format || *format == at::MemoryFormat::Contiguous ||
+      *format == at::MemoryFormat::Preserve)
+    return;
+  py::gil_scoped_acquire gil;
+  callbacks->memory_format(*format == at::MemoryFormat::ChannelsLast3d ? "torch.channels_last_3d"
+                           : *format == at::MemoryFormat::ChannelsLast ? "torch.channels_last"
+                                                                        : "an unknown format");
+  throw std::logic_error("memory_format callback returned");
+}
+
+bool is_downcast(at::ScalarType t) {
+  return downcast_float64 && (t == at::kDouble || t == at::kComplexDouble);
+}
+at::ScalarType narrow(at::ScalarType t) { return t == at::kDouble ? at::kFloat : at::kComplexFloat; }
+at::ScalarType wider(at::ScalarType t) { return t == at::kFloat ? at::kDouble : at::kComplexDouble; }
+
+// ---------------------------------------------------------------------------------------------
+// Device tensors and their CPU aliases.
+
+bool on_device(const at::Tensor& t) {
+  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+at::Tensor with_geometry(at::Tensor t, const at::Tensor& like) {
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(),
+                                                 like.storage_offset());
+  return t;
+}
+
+// A CPU tensor over `t`'s memory. Its storage may be resized by the CPU kernel (`out=` ops,
+// `resize_`); `follow_alias` then moves the device tensor onto the new memory.
+at::Tensor cpu_alias(const at::Tensor& t) {
+  const auto& storage = t.storage();
+  c10::Storage cpu(c10::Storage::use_byte_size_t(), storage.nbytes(),
+                   c10::DataPtr(storage.mutable_data(), kHost), c10::GetCPUAllocator(), true);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(cpu), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  return with_geometry(alias, t);
+}
+
+// A device tensor over the memory of the CPU result `c`, which keeps it alive.
+at::Tensor device_result(const at::Tensor& c) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), c.storage().nbytes(), adopt(c),
+                       &host_allocator, true);
+  return with_geometry(
+      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kDeviceKeys, c.dtype()), c);
+}
+
+// A device tensor over `base`'s storage with the geometry of `c`, a view of base's memory.
+at::Tensor device_view(const at::Tensor& base, const at::Tensor& c) {
+  return with_geometry(at::detail::make_tensor<c10::TensorImpl>(c10::Storage(base.storage()),
+                                                                kDeviceKeys, c.dtype()),
+                       c);
+}
+
+// After a CPU kernel wrote through `alias`: if it gave the alias new memory (a resize) the
+// device tensor adopts it; if it gave it a new geometry (`t_`, `unsqueeze_`, a mis-shaped
+// `out=`) the device tensor takes it too.
+void follow_alias(const at::Tensor& device, const at::Tensor& alias) {
+  auto* impl = device.unsafeGetTensorImpl();
+  const auto& alias_storage = alias.storage();
+  if (alias_storage.data() != device.storage().data() ||
+      alias_storage.nbytes() != device.storage().nbytes()) {
+    auto storage = device.storage();
+    auto* storage_impl = storage.unsafeGetStorageImpl();
+    storage_impl->set_data_ptr_noswap(adopt(alias));
+    storage_impl->set_nbytes(alias_storage.nbytes());
+  }
+  if (device.sizes() != alias.sizes() || device.strides() != alias.strides() ||
+      device.storage_offset() != alias.storage_offset())
+    impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
+}
+
+void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const {
+  auto* impl = storage.unsafeGetStorageImpl();
+  auto fresh = host_allocator.allocate(newsize);
+  const size_t keep = std::min<size_t>(newsize, impl->nbytes());
+  if (keep) std::memcpy(fresh.get(), impl->data(), keep);
+  impl->set_data_ptr_noswap(std::move(fresh));
+  impl->set_nbytes(newsize);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The op kernel.
+
+[[noreturn]] void mixing_error() {
+  TORCH_CHECK(false,
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "neuron:0 and cpu!");
+}
+
+// `real_type`: the schema's own type (`type` says int for a ScalarType or MemoryFormat).
+bool is_scalar_type_arg(const c10::Argument& arg) {
+  auto type = arg.real_type();
+  if (auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  return type->kind() == c10::TypeKind::ScalarTypeType;
+}
+
+bool is_memory_format_arg(const c10::Argument& arg) {
+  auto type = arg.real_type();
+  if (auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  return type->kind() == c10::TypeKind::MemoryFormatType;
+}
+
+struct DeviceArgument {
+  at::Tensor original;  // the device tensor
+  at::Tensor alias;     // what the CPU kernel got: its alias, or a float32 copy of it
+};
+
+// Ops that only change metadata (views, `t_`, `unsqueeze_`): torch's CPU kernels for them are
+// device-generic and touch no data, so they run on the device tensors themselves, as a real
+// backend registers them. Torch's tracers call them on tensors without data too (FakeTensor,
+// FunctionalTensor: they carry the Python key), which must not be counted or aliased.
+void run_metadata_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpState* state) {
+  if (state) account(*state);
+  struct Nesting {
+    bool previous = nested;
+    Nesting() { nested = true; }
+    ~Nesting() { nested = previous; }
+  } nesting;
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+}
+
+bool touches_metadata_only(const c10::OperatorHandle& op) {
+  const auto& returns = op.schema().returns();
+  if (op.hasTag(at::Tag::inplace_view)) return true;
+  if (returns.empty()) return false;
+  for (const auto& ret : returns)
+    if (!ret.alias_info() || ret.alias_info()->isWrite()) return false;
+  return true;
+}
+
+bool any_traced(const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {
+  const size_t count = schema.arguments().size();
+  for (size_t i = stack.size() - count; i < stack.size(); ++i) {
+    const auto& value = stack[i];
+    if (value.isTensor() && value.toTensor().key_set().has(c10::DispatchKey::Python)) return true;
+  }
+  return false;
+}
+
+void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  OpState& state = state_for(schema, &op);
+  if (any_traced(schema, *stack)) return run_metadata_op(op, stack, nullptr);
+  if (state.metadata_only) return run_metadata_op(op, stack, &state);
+  account(state);
+
+  const auto& arguments = schema.arguments();
+  const size_t first = stack->size() - arguments.size();
+
+  // Pass 1: which device this op targets, whether any device tensor computes narrower.
+  bool any_device = false, narrowed = false;
+  std::optional<at::ScalarType> requested_dtype;  // a dtype argument, as the caller gave it
+  std::optional<bool> device_target;  // an explicit device argument: neuron or not
+  std::function<void(const c10::IValue&)> note_list = [&](const c10::IValue& value) {
+    if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList())
+        if (on_device(t)) {
+          any_device = true;
+          narrowed |= is_downcast(t.scalar_type());
+        }
+    } else if (value.isList()) {
+      for (const c10::IValue& item : value.toList())
+        if (item.isTensorList() || item.isList()) note_list(item);
+    }
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto& value = (*stack)[first + i];
+    if (value.isTensor()) {
+      const auto& t = value.toTensor();
+      if (on_device(t)) {
+        any_device = true;
+        narrowed |= is_downcast(t.scalar_type());
+      }
+    } else if (value.isTensorList() || value.isList()) {
+      note_list(value);
+    } else if (value.isDevice()) {
+      device_target = value.toDevice().type() == c10::DeviceType::PrivateUse1;
+    } else if (value.isInt() && is_scalar_type_arg(arguments[i])) {
+      requested_dtype = static_cast<at::ScalarType>(value.toInt());
+    } else if (value.isInt() && is_memory_format_arg(arguments[i])) {
+      check_memory_format(static_cast<at::MemoryFormat>(value.toInt()));
+    }
+  }
+  // A float64 result computes as float32 and is handed back as float64: when float64 inputs
+  // ran narrower and no other dtype was asked for, or when float64 was asked for.
+  const bool widen = requested_dtype ? is_downcast(*requested_dtype) : narrowed;
+  const bool makes_device = device_target.value_or(any_device);
+  const bool check_cpu = any_device && !state.cpu_tensor_ok && !in_graph;
+
+  // Pass 2: device tensors become CPU aliases, device arguments the host.
+  std::vector<DeviceArgument> device_args;
+  std::unordered_map<const c10::StorageImpl*, size_t> alias_of;  // alias storage -> index
+  auto to_host = [&](const at::Tensor& t) -> at::Tensor {
+    if (!on_device(t)) {
+      if (check_cpu && t.defined() && t.dim() > 0) mixing_error();
+      return t;
+    }
+    at::Tensor alias = cpu_alias(t);
+    if (narrowed && is_downcast(t.scalar_type())) alias = alias.to(narrow(t.scalar_type()));
+    alias_of[alias.storage().unsafeGetStorageImpl()] = device_args.size();
+    device_args.push_back({t, alias});
+    return alias;
+  };
+  // c10d's gathers take lists of tensor lists.
+  std::function<c10::IValue(const c10::IValue&)> list_to_host = [&](const c10::IValue& value) {
+    if (value.isTensorList()) {
+      c10::List<at::Tensor> host;
+      for (const at::Tensor& t : value.toTensorList()) host.push_back(to_host(t));
+      return c10::IValue(host);
+    }
+    auto list = value.toList();
+    c10::impl::GenericList host(list.elementType());
+    for (const c10::IValue& item : list) host.push_back(list_to_host(item));
+    return c10::IValue(host);
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    auto& value = (*stack)[first + i];
+    if (value.isTensor()) {
+      value = to_host(value.toTensor());
+    } else if (value.isTensorList() ||
+               (value.isList() && !value.toList().empty() && value.toList().get(0).isTensorList())) {
+      value = list_to_host(value);
+    } else if (value.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> host;
+      for (const std::optional<at::Tensor>& t : value.toOptionalTensorList())
+        host.push_back(t ? std::optional<at::Tensor>(to_host(*t)) : std::nullopt);
+      value = c10::IValue(host);
+    } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+      value = c10::IValue(kHost);
+    } else if (value.isInt() && is_scalar_type_arg(arguments[i]) &&
+               is_downcast(static_cast<at::ScalarType>(value.toInt()))) {
+      const auto logical = static_cast<at::ScalarType>(value.toInt());
+      if (makes_device) note_downcast(logical);
+      value = static_cast<int64_t>(narrow(logical));
+    }
+  }
+
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // Written arguments that computed narrower get their values back.
+  for (auto& arg : device_args) {
+    if (arg.alias.scalar_type() != arg.original.scalar_type() && schema.is_mutable()) {
+      cpu_alias(arg.original).copy_(arg.alias);
+    }
+  }
+
+  // Results: a CPU tensor over an alias's memory is the device tensor's (the argument itself,
+  // or a view of it); a new CPU tensor becomes a device tensor when the op makes device ones.
+  const auto& returns = schema.returns();
+  const size_t first_return = stack->size() - returns.size();
+  auto to_device = [&](const at::Tensor& c, size_t position) -> at::Tensor {
+    if (!c.defined() || !c.device().is_cpu()) return c;
+    auto found = alias_of.find(c.storage().unsafeGetStorageImpl());
+    if (found != alias_of.end()) {
+      auto& arg = device_args[found->second];
+      if (c.is_same(arg.alias)) {  // in place: the argument itself (a narrower copy was
+        if (arg.alias.scalar_type() == arg.original.scalar_type())  // copied back above)
+          follow_alias(arg.original, arg.alias);
+        return arg.original;
+      }
+      if (arg.alias.scalar_type() == arg.original.scalar_type())
+        return device_view(arg.original, c);
+    }
+    at::Tensor result = c;
+    if (widen && (c.scalar_type() == at::kFloat || c.scalar_type() == at::kComplexFloat))
+      result = c.to(wider(c.scalar_type()));
+    if (!makes_device || (state.host_results >> position & 1)) return result;
+    return device_result(result);
+  };
+  for (size_t r = 0; r < returns.size(); ++r) {
+    auto& value = (*stack)[first_return + r];
+    if (value.isTensor()) {
+      value = to_device(value.toTensor(), r);
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& c : value.toTensorList()) out.push_back(to_device(c, r));
+      value = c10::IValue(out);
+    }
+  }
+  // In-place ops on a list (`_foreach_add_`) return nothing: their aliases may still have
+  // been resized, which the device tensors must follow.
+  if (returns.empty())
+    for (auto& arg : device_args)
+      if (arg.alias.scalar_type() == arg.original.scalar_type())
+        follow_alias(arg.original, arg.alias);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels the fallback cannot be: where device memory is born, and where a tensor takes
+// another's storage.
+
+const c10::FunctionSchema& schema_of(const char* name, const char* overload) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).schema();
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout>, std::optional<at::Device>,
+                               std::optional<bool>,
+                               std::optional<at::MemoryFormat> memory_format) {
+  static OpState& state = state_for(schema_of("aten::empty", "memory_format"));
+  account(state);
+  check_memory_format(memory_format);
+  const auto type = c10::dtype_or_default(dtype);
+  if (is_downcast(type)) note_downcast(type);
+  return at::detail::empty_generic(size, &host_allocator,
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), type,
+                                   memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                         std::optional<at::Device>, std::optional<bool>) {
+  static OpState& state = state_for(schema_of("aten::empty_strided", ""));
+  account(state);
+  const auto type = c10::dtype_or_default(dtype);
+  if (is_downcast(type)) note_downcast(type);
+  return at::detail::empty_strided_generic(size, stride, &host_allocator,
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           type);
+}
+
+// Between devices, `copy_` calls `_copy_from`, which has no CPU kernel to redispatch to.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  static OpState& state = state_for(schema_of("aten::_copy_from", ""));
+  account(state);
+  at::Tensor target = on_device(dst) ? cpu_alias(dst) : dst;
+  target.copy_(on_device(self) ? cpu_alias(self) : self, non_blocking);
+  return dst;
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  static OpState& state = state_for(schema_of("aten::set_", "source_Tensor"));
+  account(state);
+  TORCH_CHECK(on_device(source), "set_: expected a neuron tensor as the source");
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(source.storage());
+  self.unsafeGetTensorImpl()->set_sizes_and_strides(source.sizes(), source.strides(),
+                                                    source.storage_offset());
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source, c10::SymInt offset,
+                               c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  static OpState& state = state_for(schema_of("aten::set_", "source_Storage_storage_offset"));
+  account(state);
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "set_: expected a neuron storage");
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  self.unsafeGetTensorImpl()->set_sizes_and_strides(
+      c10::asIntArrayRefUnchecked(size), c10::asIntArrayRefUnchecked(stride),
+      offset.expect_int());
+  return self;
+}
+
+at::Tensor& set_source_storage_whole(at::Tensor& self, c10::Storage source) {
+  static OpState& state = state_for(schema_of("aten::set_", "source_Storage"));
+  account(state);
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "set_: expected a neuron storage");
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  self.unsafeGetTensorImpl()->set_sizes_contiguous({numel});
+  self.unsafeGetTensorImpl()->set_storage_offset(0);
+  return self;
+}
+
+const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
+                         std::optional<at::MemoryFormat> memory_format) {
+  static OpState& state = state_for(schema_of("aten::resize_", ""));
+  account(state);
+  check_memory_format(memory_format);
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(c10::asIntArrayRefUnchecked(size));
+  const size_t needed =
+      (impl->storage_offset() + impl->numel()) * self.dtype().itemsize();
+  if (impl->numel() && needed > self.storage().nbytes())
+    at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(self.storage(), needed);
+  return self;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python interface.
+
+std::vector<std::unique_ptr<torch::Library>> libraries;
+
+void install(py::object describe, py::object sample, py::object refuse, py::object downcast,
+             py::object memory_format, int64_t samples, bool float64_as_float32,
+             const std::vector<std::string>& whole_ops) {
+  TORCH_CHECK(callbacks == nullptr, "the native neuron engine is installed already");
+  callbacks = new Callbacks{describe, sample, refuse, downcast, memory_format};
+  location_samples = samples;
+  downcast_float64 = float64_as_float32;
+  at::RegisterPrivateUse1HooksInterface(new Hooks());
+
+  auto fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",
+                                                   c10::DispatchKey::PrivateUse1, __FILE__,
+                                                   __LINE__);
+  fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&run_op>());
+  auto aten = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                               c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  aten->impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  aten->impl("empty_strided", TORCH_FN(empty_strided));
+  aten->impl("_copy_from", TORCH_FN(copy_from));
+  aten->impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  aten->impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage));
+  aten->impl("set_.source_Storage", TORCH_FN(set_source_storage_whole));
+  aten->impl("resize_", TORCH_FN(resize));
+  libraries.push_back(std::move(fallback));
+  libraries.push_back(std::move(aten));
+  // Ops that would not reach the fallback reach `run_op` whole: those torch would decompose for
+  // a backend (CompositeExplicitAutograd kernels), as the matrix names them and the Python
+  // engine saw them, and c10d's collectives, whose own PrivateUse1 kernels would hand device
+  // tensors to gloo.
+  struct Silent final : c10::WarningHandler {
+    void process(const c10::Warning&) override {}
+  } silent;
+  // Replacing c10d's own PrivateUse1 kernels is meant; torch would warn about it on stderr.
+  c10::WarningUtils::WarningHandlerGuard quiet(&silent);
+  std::unordered_map<std::string, torch::Library*> by_namespace;
+  for (const auto& full_name : whole_ops) {
+    const auto split = full_name.find("::");
+    const std::string ns = full_name.substr(0, split);
+    auto& library = by_namespace[ns];
+    if (!library) {
+      libraries.push_back(std::make_unique<torch::Library>(
+          torch::Library::IMPL, ns, c10::DispatchKey::PrivateUse1, __FILE__, __LINE__));
+      library = libraries.back().get();
+    }
+    library->impl(full_name.substr(split + 2).c_str(),
+                  torch::CppFunction::makeFromBoxedFunction<&run_op>());
+  }
+}
+
+py::dict op_counts() {
+  py::dict counts;
+  std::lock_guard<std::mutex> lock(states_mutex);
+  for (const auto& entry : states)
+    if (entry.second->count) counts[py::str(entry.second->name)] = entry.second->count;
+  return counts;
+}
+
+void reset_counts() {
+  std::lock_guard<std::mutex> lock(states_mutex);
+  for (auto& entry : states) entry.second->count = 0;
+}
+
+bool set_in_graph(bool value) {
+  const bool previous = in_graph;
+  in_graph = value;
+  return previous;
+}
+
+py::dict memory_stats() {
+  py::dict stats;
+  stats["allocated"] = ledger.allocated.load();
+  stats["peak"] = ledger.peak.load();
+  stats["allocations"] = ledger.allocations.load();
+  stats["frees"] = ledger.frees.load();
+  stats["live"] = ledger.live.load();
+  return stats;
+}
+
+void reset_peak() { ledger.peak = ledger.allocated.load(); }
+void reset_accumulated() { ledger.allocations = 0; ledger.frees = 0; }
+
+// The CPU tensor over a device tensor's memory (for collectives and tests).
+at::Tensor host_view(const at::Tensor& t) {
+  TORCH_CHECK(on_device(t), "host_view: expected a neuron tensor");
+  return cpu_alias(t);
+}
+
+}  // namespace
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &host_allocator);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("install", &install);
+  m.def("op_counts", &op_counts);
+  m.def("reset_counts", &reset_counts);
+  m.def("set_in_graph", &set_in_graph);
+  m.def("memory_stats", &memory_stats);
+  m.def("reset_peak", &reset_peak);
+  m.def("reset_accumulated", &reset_accumulated);
+  m.def("host_view", &host_view);
+}
