@@ -253,16 +253,55 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
 
 def _runnable(graph: torch.fx.GraphModule) -> Any:
-    run = graph_runner.runnable(graph)
     if not _native_engine:
-        return run
-    from neuron_sim.native import graph_scope
+        return graph_runner.runnable(graph)
+    from neuron_sim import native
 
-    def run_in_graph_scope(*args: Any) -> Any:
-        with graph_scope():
-            return run(*args)
+    if _computes_narrower(graph):
+        # float64 must compute as float32: each op through the engine's kernel, which does that
+        run = graph_runner.runnable(graph)
 
-    return run_in_graph_scope
+        def run_op_by_op(*args: Any) -> Any:
+            with native.graph_scope():
+                return run(*args)
+
+        return run_op_by_op
+    run = graph_runner.runnable(graph, on_host=True)
+    engine = native.load()
+    on_device = _outputs_on_device(graph)
+
+    def run_on_host(*args: Any) -> Any:
+        inputs = list(args)
+        host = engine.graph_inputs(inputs)
+        outputs = run(*host)
+        return type(outputs)(engine.graph_outputs(outputs, inputs, host, on_device))
+
+    return run_on_host
+
+
+_NARROWED = (torch.float64, torch.complex128)
+
+
+def _computes_narrower(graph: torch.fx.GraphModule) -> bool:
+    """Whether the graph holds a float64 value (computed as float32 on the device)."""
+    for node in graph.graph.nodes:
+        value = node.meta.get("val")
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(v, torch.Tensor) and v.dtype in _NARROWED for v in values):
+            return True
+        if any(v in _NARROWED for v in node.kwargs.values()):
+            return True
+    return False
+
+
+def _outputs_on_device(graph: torch.fx.GraphModule) -> list[bool]:
+    """For each graph output: whether it is a tensor the traced graph made on the device."""
+    (results,) = graph.graph.find_nodes(op="output")[0].args
+    flags = []
+    for result in results if isinstance(results, (list, tuple)) else (results,):
+        value = result.meta.get("val") if isinstance(result, torch.fx.Node) else None
+        flags.append(isinstance(value, torch.Tensor) and value.device.type == "neuron")
+    return flags
 
 
 @functools.cache

@@ -19,8 +19,19 @@ import torch
 from torch._functorch.compile_utils import strip_overloads
 
 
-def runnable(graph: torch.fx.GraphModule) -> Callable[..., Any]:
-    """A callable that takes what `graph.forward` takes and returns what it returns."""
+def runnable(
+    graph: torch.fx.GraphModule, on_host: bool = False, script: bool = True
+) -> Callable[..., Any]:
+    """A callable that takes what `graph.forward` takes and returns what it returns.
+
+    `on_host`: the graph is traced on the device and run on CPU tensors over the device
+    tensors' memory (the native engine), so the devices it names become the CPU. `script`:
+    through TorchScript where it can (False: the fx code, for comparisons).
+    """
+    if on_host:
+        graph = _devices_on_host(graph)
+    if not script:
+        return graph.forward
     try:
         scripted = _script(graph)
     except Exception:  # an op or argument TorchScript cannot type: the fx code runs it
@@ -52,6 +63,22 @@ class _FirstCallChecked:
             return self._fx_code(*args)
         self._run = self._interpreted
         return result
+
+
+def _devices_on_host(graph: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    host = torch.fx.GraphModule(graph, copy.deepcopy(graph.graph))
+    cpu = torch.device("cpu")
+    for node in host.graph.nodes:
+        node.args = tuple(cpu if _names_device(value) else value for value in node.args)
+        node.kwargs = {
+            key: cpu if _names_device(value) else value for key, value in node.kwargs.items()
+        }
+    host.recompile()
+    return host
+
+
+def _names_device(value: Any) -> bool:
+    return isinstance(value, torch.device) and value.type != "cpu"
 
 
 def _script(graph: torch.fx.GraphModule) -> torch.jit.ScriptModule:

@@ -24,7 +24,7 @@ import torch
 from neuron_sim.errors import NeuronSetupError
 from neuron_sim.policy import CPU_FALLBACK, NATIVE, UNSUPPORTED, OpPolicy
 from neuron_sim.recorder import LOCATION_SAMPLES, ProcessTrace
-from neuron_sim.source import user_location
+from neuron_sim.source import _user_path
 
 ENGINE_ENV = "NEURON_MIGRATE_SIM_ENGINE"
 BUILD_DIR_ENV = "NEURON_MIGRATE_SIM_BUILD_DIR"
@@ -99,9 +99,14 @@ def load() -> ModuleType:
 
 
 def _first_error_line(text: str) -> str:
-    """The compiler's first `error:` line of a failed build's log, else its first line."""
-    lines = text.splitlines()
-    return next((line for line in lines if "error:" in line), lines[0] if lines else "no output")
+    """The line of a failed build's log that says why: the compiler's first `error:`, a tool
+    not found, else the log's last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for marker in ("error:", "not found", "No such file"):
+        for line in lines:
+            if marker in line and not line.startswith("Error building extension"):
+                return line
+    return lines[-1] if lines else "no output"
 
 
 def _import_built(path: Path) -> ModuleType:
@@ -156,8 +161,8 @@ _OWN_KERNELS = {
 
 
 def _takes_tensors(arg_type: Any) -> bool:
-    text = str(arg_type)
-    return text.startswith("Tensor") or text.startswith("Optional[Tensor")
+    # Tensor, Tensor?, Tensor[] (the `_foreach_*` ops, `cat`, `stack`), Tensor?[]
+    return "Tensor" in str(arg_type)
 
 
 def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
@@ -172,15 +177,14 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
         cpu_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
         return _STATUS_CODES[record.status], cpu_ok, tuple(_HOST_RESULTS.get(name, ()))
 
-    def sample(name: str, calls_before: int) -> None:
-        record = records[name]
-        record.count = calls_before + 1
-        if calls_before == 0:
-            policy.first_use(record)
-        location = user_location(sys._getframe(1))
-        if location is not None:
-            locations = record.locations
-            locations[location] = locations.get(location, 0) + 1
+    def first_use(name: str) -> None:
+        policy.first_use(records[name])
+
+    def is_user_file(filename: str) -> bool:
+        return _user_path(filename) is not None
+
+    def location(filename: str, line: int) -> str:
+        return f"{_user_path(filename)}:{line}"
 
     def refuse(name: str) -> None:
         raise policy.refuse(records[name])
@@ -194,7 +198,9 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
     float64_as_float32 = policy.downcast_rule("float64") == "float32"
     engine.install(
         describe,
-        sample,
+        first_use,
+        is_user_file,
+        location,
         refuse,
         downcast,
         memory_format,
@@ -232,10 +238,11 @@ def sync_counts(trace: ProcessTrace) -> None:
     """Copy the engine's per-op call counts into the trace's records."""
     if _engine is None:
         return
-    for name, count in _engine.op_counts().items():
+    for name, (count, locations) in _engine.op_counts().items():
         record = trace.ops.get(name)
         if record is not None:
             record.count = count
+            record.locations = locations
 
 
 def reset_counts() -> None:

@@ -191,6 +191,7 @@ def test_in_place_view_ops_in_a_compiled_function_match_eager(sim_run) -> None:
 
 
 SCRIPTED_TRAINING = """
+import functools
 import torch, torch.nn as nn, torch._dynamo
 from neuron_sim import graph_runner
 
@@ -220,7 +221,7 @@ def losses():
 through_torchscript = losses()
 assert len(scripted) == 2, scripted  # the forward graph and the backward graph
 torch._dynamo.reset()
-graph_runner.runnable = lambda graph: graph.forward  # the fx code, as before graph_runner
+graph_runner.runnable = functools.partial(graph_runner.runnable, script=False)  # the fx code
 as_fx_code = losses()
 assert through_torchscript == as_fx_code, (through_torchscript, as_fx_code)
 assert as_fx_code[-1] < as_fx_code[0]

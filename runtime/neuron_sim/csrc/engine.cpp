@@ -18,8 +18,10 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <cstring>
@@ -174,11 +176,14 @@ struct OpState {
   uint64_t host_results = 0;    // results torch keeps on the host (bit per position)
   int64_t count = 0;
   bool metadata_only = false;   // a view or an in-place view op
+  std::unordered_map<int, int64_t> site_counts;  // user line (site id) -> calls, GIL-guarded
 };
 
 struct Callbacks {
   py::object describe;        // (name) -> (status, cpu_tensor_ok, host_result_positions)
-  py::object sample;          // (name, calls before this one): first use, user line
+  py::object first_use;       // (name): the op's first call (its first line, a fallback warning)
+  py::object is_user_file;    // (code filename) -> whether it is the user's code
+  py::object location;        // (code filename, line) -> "file:line" as the trace writes it
   py::object refuse;          // (name) -> raises the refusal naming op and line
   py::object downcast;        // (logical dtype name, stored-as name): a tensor made narrower
   py::object memory_format;   // (format name) -> raises the refusal
@@ -227,6 +232,54 @@ OpState& state_for(const c10::FunctionSchema& schema,
   return *slot;
 }
 
+// The user's source line behind an op: the innermost Python frame in the user's code. Frames
+// are walked here, not in Python, and each call site (code object, bytecode offset) is turned
+// into its "file:line" once; the GIL guards these tables.
+struct SiteHash {
+  size_t operator()(const std::pair<PyObject*, int>& site) const {
+    return std::hash<const void*>()(site.first) * 31 + static_cast<size_t>(site.second);
+  }
+};
+std::unordered_map<PyObject*, bool> user_code;  // holds a reference to each code object
+std::unordered_map<std::pair<PyObject*, int>, int, SiteHash> site_ids;
+std::vector<std::string> site_names;
+
+int user_site() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  int site = -1;
+  while (frame != nullptr) {
+    PyObject* code = reinterpret_cast<PyObject*>(PyFrame_GetCode(frame));  // new reference
+    auto verdict = user_code.find(code);
+    if (verdict == user_code.end()) {
+      py::object filename = py::reinterpret_steal<py::object>(
+          PyObject_GetAttrString(code, "co_filename"));
+      Py_INCREF(code);  // kept: the table is keyed by its address
+      verdict = user_code.emplace(code, callbacks->is_user_file(filename).cast<bool>()).first;
+    }
+    if (verdict->second) {
+      const auto key = std::make_pair(code, PyFrame_GetLasti(frame));
+      auto found = site_ids.find(key);
+      if (found == site_ids.end()) {
+        py::object filename = py::reinterpret_steal<py::object>(
+            PyObject_GetAttrString(code, "co_filename"));
+        site_names.push_back(
+            callbacks->location(filename, PyFrame_GetLineNumber(frame)).cast<std::string>());
+        found = site_ids.emplace(key, static_cast<int>(site_names.size() - 1)).first;
+      }
+      site = found->second;
+      Py_DECREF(code);
+      break;
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return site;
+}
+
 // Count one call of the op; refuse it when the matrix says it is unsupported.
 void account(OpState& state) {
   if (in_graph || nested) return;
@@ -235,9 +288,11 @@ void account(OpState& state) {
     callbacks->refuse(state.name);  // raises: error_already_set reaches the caller
     throw std::logic_error("refuse callback returned");
   }
-  if (state.count < location_samples) {
+  if (state.count < location_samples) {  // the op's first calls: where the user made them
     py::gil_scoped_acquire gil;
-    callbacks->sample(state.name, state.count);
+    if (state.count == 0) callbacks->first_use(state.name);
+    const int site = user_site();
+    if (site >= 0) ++state.site_counts[site];
   }
   ++state.count;
 }
@@ -443,7 +498,6 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   // Pass 2: device tensors become CPU aliases, device arguments the host.
   std::vector<DeviceArgument> device_args;
-  std::unordered_map<const c10::StorageImpl*, size_t> alias_of;  // alias storage -> index
   auto to_host = [&](const at::Tensor& t) -> at::Tensor {
     if (!on_device(t)) {
       if (check_cpu && t.defined() && t.dim() > 0) mixing_error();
@@ -451,7 +505,6 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
     at::Tensor alias = cpu_alias(t);
     if (narrowed && is_downcast(t.scalar_type())) alias = alias.to(narrow(t.scalar_type()));
-    alias_of[alias.storage().unsafeGetStorageImpl()] = device_args.size();
     device_args.push_back({t, alias});
     return alias;
   };
@@ -504,9 +557,14 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t first_return = stack->size() - returns.size();
   auto to_device = [&](const at::Tensor& c, size_t position) -> at::Tensor {
     if (!c.defined() || !c.device().is_cpu()) return c;
-    auto found = alias_of.find(c.storage().unsafeGetStorageImpl());
-    if (found != alias_of.end()) {
-      auto& arg = device_args[found->second];
+    // The argument whose alias's memory this result is (a linear search: ops take few tensors,
+    // and a map would cost an allocation per argument on every op).
+    const auto* storage = c.storage().unsafeGetStorageImpl();
+    auto found = std::find_if(device_args.begin(), device_args.end(), [&](const auto& arg) {
+      return arg.alias.storage().unsafeGetStorageImpl() == storage;
+    });
+    if (found != device_args.end()) {
+      auto& arg = *found;
       if (c.is_same(arg.alias)) {  // in place: the argument itself (a narrower copy was
         if (arg.alias.scalar_type() == arg.original.scalar_type())  // copied back above)
           follow_alias(arg.original, arg.alias);
@@ -636,11 +694,13 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
 
 std::vector<std::unique_ptr<torch::Library>> libraries;
 
-void install(py::object describe, py::object sample, py::object refuse, py::object downcast,
+void install(py::object describe, py::object first_use, py::object is_user_file,
+             py::object location, py::object refuse, py::object downcast,
              py::object memory_format, int64_t samples, bool float64_as_float32,
              const std::vector<std::string>& whole_ops) {
   TORCH_CHECK(callbacks == nullptr, "the native neuron engine is installed already");
-  callbacks = new Callbacks{describe, sample, refuse, downcast, memory_format};
+  callbacks = new Callbacks{describe, first_use, is_user_file, location,
+                            refuse,   downcast,  memory_format};
   location_samples = samples;
   downcast_float64 = float64_as_float32;
   at::RegisterPrivateUse1HooksInterface(new Hooks());
@@ -684,17 +744,26 @@ void install(py::object describe, py::object sample, py::object refuse, py::obje
   }
 }
 
+// name -> (calls, {"file:line": calls there, for the sampled calls})
 py::dict op_counts() {
   py::dict counts;
   std::lock_guard<std::mutex> lock(states_mutex);
-  for (const auto& entry : states)
-    if (entry.second->count) counts[py::str(entry.second->name)] = entry.second->count;
+  for (const auto& entry : states) {
+    const OpState& state = *entry.second;
+    if (!state.count) continue;
+    py::dict locations;
+    for (const auto& site : state.site_counts) locations[py::str(site_names[site.first])] = site.second;
+    counts[py::str(state.name)] = py::make_tuple(state.count, locations);
+  }
   return counts;
 }
 
 void reset_counts() {
   std::lock_guard<std::mutex> lock(states_mutex);
-  for (auto& entry : states) entry.second->count = 0;
+  for (auto& entry : states) {
+    entry.second->count = 0;
+    entry.second->site_counts.clear();
+  }
 }
 
 bool set_in_graph(bool value) {
@@ -722,6 +791,57 @@ at::Tensor host_view(const at::Tensor& t) {
   return cpu_alias(t);
 }
 
+// An accepted compiled graph runs on CPU tensors over its device inputs' memory, without an
+// op kernel call per op (`graph_inputs`), and its results come back as device tensors over the
+// same memory (`graph_outputs`): an input itself, a view of an input, or a new tensor where the
+// traced graph made one on the device (`on_device`, from the graph's output metadata).
+py::list graph_inputs(const py::list& args) {
+  py::list host;
+  for (const auto& arg : args) {
+    if (THPVariable_Check(arg.ptr())) {
+      const auto& t = THPVariable_Unpack(arg.ptr());
+      if (on_device(t)) {
+        host.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(cpu_alias(t))));
+        continue;
+      }
+    }
+    host.append(arg);
+  }
+  return host;
+}
+
+py::list graph_outputs(const py::sequence& outputs, const py::list& args, const py::list& host,
+                       const std::vector<bool>& on_device_outputs) {
+  std::unordered_map<const c10::StorageImpl*, size_t> alias_of;
+  for (size_t i = 0; i < host.size(); ++i)
+    if (THPVariable_Check(host[i].ptr()) && THPVariable_Check(args[i].ptr()) &&
+        on_device(THPVariable_Unpack(args[i].ptr())))
+      alias_of[THPVariable_Unpack(host[i].ptr()).storage().unsafeGetStorageImpl()] = i;
+  py::list results;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    py::object out = outputs[k];
+    if (!THPVariable_Check(out.ptr())) {
+      results.append(out);
+      continue;
+    }
+    const auto& c = THPVariable_Unpack(out.ptr());
+    auto found = c.defined() ? alias_of.find(c.storage().unsafeGetStorageImpl()) : alias_of.end();
+    if (found != alias_of.end()) {
+      const auto& original = THPVariable_Unpack(args[found->second].ptr());
+      if (c.is_same(THPVariable_Unpack(host[found->second].ptr())))
+        results.append(args[found->second]);
+      else
+        results.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(device_view(original, c))));
+    } else if (k < on_device_outputs.size() && on_device_outputs[k] && c.defined() &&
+               c.device().is_cpu()) {
+      results.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(device_result(c))));
+    } else {
+      results.append(out);
+    }
+  }
+  return results;
+}
+
 }  // namespace
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
@@ -736,4 +856,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", &reset_peak);
   m.def("reset_accumulated", &reset_accumulated);
   m.def("host_view", &host_view);
+  m.def("graph_inputs", &graph_inputs);
+  m.def("graph_outputs", &graph_outputs);
 }
