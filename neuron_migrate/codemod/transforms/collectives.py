@@ -189,9 +189,16 @@ def mesh_reduce(t: StatementTarget) -> list[NewStatement] | None:
     values = bind_arguments(t.call, ("tag", "data", "reduce_fn"))
     if values is None or "data" not in values or "reduce_fn" not in values:
         return None
-    if t.assign_target is None and not t.is_return:
+    if (t.assign_target is None and not t.is_return) or not t.alone:
         return None
-    text = "_gathered = [None] * dist.get_world_size()\ndist.all_gather_object(_gathered, {data})\n"
+    # Without a process group (a single process), XLA reduced the one value it had. `data` is
+    # written once, so it is evaluated once and a marker on it has one place to go.
+    text = (
+        "_gathered = [{data}]\n"
+        "if dist.is_initialized():\n"
+        "    _gathered = _gathered * dist.get_world_size()\n"
+        "    dist.all_gather_object(_gathered, _gathered[0])\n"
+    )
     head = _small(render_statements(text, t.ctx, {"data": values["data"]}))
     reduced = render("{reduce_fn}(_gathered)", t.ctx, {"reduce_fn": values["reduce_fn"]})
     small = t.small
