@@ -8,6 +8,13 @@ import pytest
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True)
+def _engine_as_each_test_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests choose the engine themselves, whatever the run as a whole was asked for.
+    monkeypatch.delenv("NEURON_MIGRATE_SIM_ENGINE", raising=False)
+
+
 WHICH_ENGINE = """
 import torch
 x = torch.ones(3, device="neuron")

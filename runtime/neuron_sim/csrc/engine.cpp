@@ -258,7 +258,11 @@ int user_site() {
       verdict = user_code.emplace(code, callbacks->is_user_file(filename).cast<bool>()).first;
     }
     if (verdict->second) {
+#if PY_VERSION_HEX >= 0x030B0000
       const auto key = std::make_pair(code, PyFrame_GetLasti(frame));
+#else  // Python 3.10 has no public bytecode offset: the line itself is the site
+      const auto key = std::make_pair(code, PyFrame_GetLineNumber(frame));
+#endif
       auto found = site_ids.find(key);
       if (found == site_ids.end()) {
         py::object filename = py::reinterpret_steal<py::object>(
@@ -361,8 +365,8 @@ at::Tensor device_view(const at::Tensor& base, const at::Tensor& c) {
 }
 
 // After a CPU kernel wrote through `alias`: if it gave the alias new memory (a resize) the
-// device tensor adopts it; if it gave it a new geometry (`t_`, `unsqueeze_`, a mis-shaped
-// `out=`) the device tensor takes it too.
+// device tensor adopts it; if it gave it a new geometry (a mis-shaped `out=`) the device tensor
+// takes it too.
 void follow_alias(const at::Tensor& device, const at::Tensor& alias) {
   auto* impl = device.unsafeGetTensorImpl();
   const auto& alias_storage = alias.storage();
