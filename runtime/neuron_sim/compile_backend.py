@@ -1,12 +1,15 @@
 """`torch.compile(backend="neuron")`: static shapes, whole-graph lowering, every compile counted.
 
-The backend hands the graph to AOTAutograd, which looks through `NeuronTensor` (a traceable
-subclass) and produces plain CPU aten graphs for forward and backward. While dynamo and
-AOTAutograd trace, calls that create neuron tensors from nothing
+The backend hands the graph to AOTAutograd. On the native engine neuron tensors are real
+device tensors, which AOTAutograd traces as it traces any device's; accepted graphs run on CPU
+tensors over the device inputs' memory, one engine call per graph (op by op through the engine
+when they hold float64, which it computes as float32). On the Python engine AOTAutograd looks
+through `NeuronTensor` (a traceable subclass) and produces plain CPU aten graphs; while dynamo
+and AOTAutograd trace, calls that create neuron tensors from nothing
 (`torch.arange(n, device=x.device)`) build the CPU payload and wrap it, as the eager factory
 fallback does. Each graph is checked against the matrix: an op that is not native cannot be
 lowered, and the compile fails naming the op and the user's source line, as TorchNeuron does by
-default. Accepted graphs run on CPU (`graph_runner`).
+default. Graphs run through `graph_runner`.
 
 Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
 """
@@ -365,7 +368,7 @@ def install(policy: OpPolicy, native_engine: bool = False) -> None:
     """Wrap `torch.compile` so a neuron compile is static-shaped and registered on first use.
 
     `native_engine`: neuron tensors are real PrivateUse1 tensors, which fake mode and
-    AOTAutograd trace as they trace any device's; graphs run on the device (uncounted)."""
+    AOTAutograd trace as they trace any device's (no factory rerouting while tracing)."""
     global _policy, _native_engine
     _policy = policy
     _native_engine = native_engine
