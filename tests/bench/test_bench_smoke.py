@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,62 +100,6 @@ def test_in_process_rescans_print_both_ways(tmp_path: Path) -> None:
     used = tmp_path / "monorepo-24"
     for path in fresh.rglob("*.py"):
         assert (used / path.relative_to(fresh)).read_bytes() == path.read_bytes(), path
-
-
-def _can_build_extensions() -> bool:
-    try:
-        from torch.utils.cpp_extension import is_ninja_available
-    except ImportError:
-        return False
-    return is_ninja_available() and any(shutil.which(cc) for cc in ("c++", "g++", "clang++"))
-
-
-@pytest.fixture(scope="module")
-def floor_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build folder for the floor extension, shared by the scripts that load it."""
-    return tmp_path_factory.mktemp("privateuse1")
-
-
-needs_extensions = pytest.mark.skipif(
-    not _can_build_extensions(), reason="needs torch, ninja and a C++ compiler"
-)
-
-
-@pytest.mark.torch
-@pytest.mark.slow
-@needs_extensions
-def test_privateuse1_floor_builds_trains_and_prints(floor_build: Path) -> None:
-    done = _bench(
-        "privateuse1_floor.py",
-        *("--runs", "1", "--steps", "1", "--repeats", "1", "--build-dir", str(floor_build)),
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
-    rows = [line.strip() for line in out.splitlines() if line.startswith("  ")]
-    compiled = ("C++ device compiled (aot_eager)", "C++ device compiled (graph_runner)")
-    for label in ("cpu eager", "C++ device eager", *compiled):
-        found = [row for row in rows if row.startswith(label + "  ")]
-        assert len(found) == 2, label  # one row per workload
-        assert all(row.split()[len(label.split())].replace(".", "").isdigit() for row in found)
-    # The device's training steps compute what plain CPU computes.
-    for line in (line for line in out.splitlines() if "loss after 5 steps" in line):
-        cpu, device = (float(word.rstrip(",")) for word in line.split()[-4::3])
-        assert abs(cpu - device) <= 1e-5 * max(abs(cpu), 1.0), line
-
-
-@pytest.mark.torch
-@pytest.mark.slow
-@needs_extensions
-def test_privateuse1_features_says_what_works_and_what_fails(floor_build: Path) -> None:
-    done = _bench("privateuse1_features.py", "--build-dir", str(floor_build), timeout=900)
-    assert done.returncode == 0, done.stderr
-    verdicts = {
-        line[:50].strip(): line[50:].strip().split(":")[0] for line in done.stdout.splitlines()
-    }
-    assert len(verdicts) == 13 and set(verdicts.values()) <= {"works", "fails"}
-    assert verdicts["factories, .item()"] == "works"
-    assert verdicts["a CPU tensor mixed in (to fail)"] == "fails"  # as a real device refuses it
 
 
 @pytest.mark.torch
