@@ -62,6 +62,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.ctx = ctx
         self.spans = where.spans
         self.extents = where.extents
+        self.lines = where.code.splitlines()
         # Where what each node this pass made stands in place of was in the source.
         self.made_from: dict[object, Extent] = {}
         self.sites = SpanSet(index.spans())
@@ -274,14 +275,21 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled, node=updated)
             return updated
         self.record(ruled, "rewritten")
-        self.keep_comments([updated], [new])
+        self.keep_comments(original, [updated], [new])
         return self.fit(new, original)
 
     def keep_comments(
-        self, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode | object]
+        self, source: cst.CSTNode, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode | object]
     ) -> None:
         """Comments inside replaced code (`xm.xla_device(  # core`) that the replacement does
-        not carry go above the statement, so none is lost."""
+        not carry go above the statement, so none is lost. `source` is the original node `old`
+        was made from: where its lines hold no `#` there is no comment to lose, and the walk of
+        both trees, a tenth of a rewrite's time, is skipped."""
+        extent = self.extents.get(source)
+        if extent is not None and not any(
+            "#" in line for line in self.lines[extent[0] - 1 : extent[2]]
+        ):
+            return
         lost = _comments(old) - _comments([n for n in new if isinstance(n, cst.CSTNode)])
         lines = self.comments[id(self.statements[-1])]
         lines.extend((text, None) for text in lost.elements())
@@ -403,7 +411,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled)
             return None
         self.record(ruled, "rewritten")
-        self.keep_comments([new], result)
+        self.keep_comments(old, [new], result)
         statement = self.statements[-1]
         self._notes[id(statement)].extend(note_text(ruled.rule, n) for n in target.notes)
         return result
