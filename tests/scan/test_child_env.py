@@ -52,6 +52,12 @@ def test_variables_of_a_child_environment_are_found(tmp_path: Path) -> None:
     assert result.new.count("TODO(neuron-migrate NM7") == 4
 
 
+def _scanned(path: Path, source: str) -> set[tuple[int, str]]:
+    """(line, code) of each finding scan reports for `source`, written at `path`."""
+    path.write_text(source)
+    return {(f.line, f.code) for f in api.scan(path, jobs=1, use_cache=False).findings}
+
+
 def test_a_variable_given_a_value_that_is_no_literal_is_marked_as_the_scan_reports_it(
     tmp_path: Path,
 ) -> None:
@@ -62,9 +68,7 @@ def test_a_variable_given_a_value_that_is_no_literal_is_marked_as_the_scan_repor
         'os.environ["XLA_" "IR_DEBUG"] = "1"\n'
         "child = dict(os.environ, PJRT_DEVICE=device)\n"
     )
-    path = tmp_path / "setup_env.py"
-    path.write_text(source)
-    scanned = {(f.line, f.code) for f in api.scan(path, jobs=1, use_cache=False).findings}
+    scanned = _scanned(tmp_path / "setup_env.py", source)
     assert scanned == {(3, "NM702"), (4, "NM703"), (5, "NM703"), (6, "NM701")}
     result = rewrite_source(source)
     assert [(o.line, o.code, o.status) for o in result.outcomes] == [
@@ -83,9 +87,7 @@ def test_a_variable_read_in_a_compound_statement_header_is_marked(tmp_path: Path
         'while os.environ.get("XLA_USE_BF16"):\n'
         "    break\n"
     )
-    path = tmp_path / "checks.py"
-    path.write_text(source)
-    scanned = {(f.line, f.code) for f in api.scan(path, jobs=1, use_cache=False).findings}
+    scanned = _scanned(tmp_path / "checks.py", source)
     assert scanned == {(3, "NM701"), (5, "NM702")}
     result = rewrite_source(source)
     assert sorted((o.line, o.code, o.status) for o in result.outcomes) == [
