@@ -117,6 +117,23 @@ def _import_built(path: Path) -> ModuleType:
     return module
 
 
+def _whole_ops_cached() -> list[str]:
+    """`whole_ops()`, kept beside the built engine: listing them walks every op torch has (about
+    0.1 s, at every process start otherwise), and the build folder is one torch version's."""
+    path = _build_dir() / "whole_ops.txt"
+    try:
+        return path.read_text(encoding="utf-8").split()
+    except OSError:
+        names = whole_ops()
+    try:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("\n".join(names), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only build folder: listed again next time
+    return names
+
+
 def whole_ops() -> list[str]:
     """Ops the engine registers its kernel for by name: ops on tensors that torch would
     decompose for a backend without its own kernel (CompositeExplicitAutograd), so the engine
@@ -206,7 +223,7 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
         memory_format,
         LOCATION_SAMPLES,
         float64_as_float32,
-        whole_ops(),
+        _whole_ops_cached(),
     )
     _parameters_move_by_swap()
     trace.count_sources.append(sync_counts)
