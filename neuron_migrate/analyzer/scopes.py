@@ -212,10 +212,28 @@ class NameModel:
         self.calls: list[tuple[ast.Call, bool]] = []
         self.idiom_nodes: list[tuple[ast.AST, bool]] = []
         self._resolving: set[int] = set()
+        self._load_scopes: dict[int, Scope] | None = None  # by id of a loaded Name, on demand
         self._resolved: dict[tuple[str, int], Resolution | None] = {}
         _Builder(self).build(tree)
 
     # -- resolution ---------------------------------------------------------------------------
+
+    def binding_of(self, name: ast.Name) -> tuple[Scope, list[Binding]] | None:
+        """The scope a loaded name is bound in, and its bindings there (None: a builtin or an
+        unknown name). For the few idioms that follow a variable to its value."""
+        if self._load_scopes is None:
+            self._load_scopes = {id(n): scope for n, scope, _ in self.loads}
+        scope = self._load_scopes.get(id(name))
+        owner = self.scope_binding(name.id, scope) if scope is not None else None
+        return (owner, owner.bindings[name.id]) if owner is not None else None
+
+    def loads_of(self, name: str, owner: Scope) -> list[ast.Name]:
+        """Every read of `name` that sees its binding in `owner`."""
+        return [
+            n
+            for n, scope, _ in self.loads
+            if n.id == name and self.scope_binding(name, scope) is owner
+        ]
 
     def scope_binding(self, name: str, scope: Scope) -> Scope | None:
         """The scope whose binding of `name` a load in `scope` sees, or None (builtin/unknown)."""

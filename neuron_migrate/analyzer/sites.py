@@ -12,7 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
-from neuron_migrate.analyzer.scopes import LOCAL, NameModel, Resolution
+from neuron_migrate.analyzer.scopes import LOCAL, NameModel, Resolution, Scope
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
 _ROOTS = frozenset(
@@ -137,6 +137,22 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     return [(node, value)]
 
 
+def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
+    """The string constant a name binding assigns (`NAME = "xla"`, `NAME: str = "xla"`)."""
+    statement = parents.get(id(target))
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and statement.targets[0] is target
+    ):
+        value: ast.expr | None = statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.target is target:
+        value = statement.value
+    else:
+        return None
+    return value if _string(value) is not None else None
+
+
 def _target_name(target: ast.expr) -> str:
     """`device` for `device = ...`, `args.device = ...` and `self._device = ...`."""
     if isinstance(target, ast.Name):
@@ -182,6 +198,7 @@ class _SiteFinder:
         self.sites: list[Site] = []
         self.call_qualnames: dict[int, str] = {}  # id(Call) -> callee qualname
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
+        self.reported_backends: set[int] = set()  # backend strings reported, by id
         self.imported_modules = {
             r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
         }
@@ -380,6 +397,8 @@ class _SiteFinder:
             if _string(backend) == "xla":
                 assert backend is not None
                 self.idiom("xla-process-group", backend, "xla", guarded)
+            elif isinstance(backend, ast.Name):
+                self.backend_variable(backend, guarded)
             init_method = _keyword(call, "init_method")
             if _string(init_method) in ("xla://", "pjrt://"):
                 assert init_method is not None
@@ -415,6 +434,39 @@ class _SiteFinder:
             for kw in call.keywords:
                 if kw.arg and _XLA_ENV.match(kw.arg):
                     self.idiom("xla-env-var", kw.value, kw.arg, guarded)
+
+    def backend_variable(self, name: ast.Name, guarded: bool) -> None:
+        """`BACKEND = "xla"` ... `init_process_group(BACKEND)`. A constant assigned once and
+        read only as a backend is reported at its string, which the rule rewrites; any other
+        variable that may hold "xla" is reported at the argument, for a person."""
+        binding = self.model.binding_of(name)
+        if binding is None:
+            return
+        owner, bindings = binding
+        strings = [_assigned_string(b.node, self.model.parents) for b in bindings]
+        if "xla" not in [_string(s) for s in strings]:
+            return  # a value known only at run time: nothing says it is XLA's
+        string = strings[0]
+        if len(bindings) == 1 and string is not None and self._only_backends(name.id, owner):
+            if id(string) not in self.reported_backends:
+                self.reported_backends.add(id(string))
+                self.idiom("xla-process-group", string, "xla", guarded)
+            return
+        self.idiom("xla-process-group", name, "xla", guarded)
+
+    def _only_backends(self, name: str, owner: Scope) -> bool:
+        """Whether every read of `name` (bound in `owner`) is a process group's backend."""
+        for load in self.model.loads_of(name, owner):
+            call = self.model.parents.get(id(load))
+            if isinstance(call, ast.keyword):
+                call = self.model.parents.get(id(call))
+            if not (
+                isinstance(call, ast.Call)
+                and self.call_qualnames.get(id(call)) == "torch.distributed.init_process_group"
+                and _argument(call, 0, "backend") is load
+            ):
+                return False
+        return True
 
     def idioms_in_compare(self, compare: ast.Compare, guarded: bool) -> None:
         operands = [compare.left, *compare.comparators]
