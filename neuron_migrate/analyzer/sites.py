@@ -33,6 +33,10 @@ _LITERAL_RECEIVERS = (
     ast.DictComp,
     ast.SetComp,
 )
+_GET_BACKEND = frozenset(
+    {"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"}
+)
+_COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
 _NOT_TENSORS = frozenset({"self", "cls", "super"})
 # Libraries and builtins whose calls return no torch tensor: methods on their results are theirs.
 _NON_TENSOR_LIBRARIES = frozenset(
@@ -470,6 +474,8 @@ class _SiteFinder:
 
     def idioms_in_compare(self, compare: ast.Compare, guarded: bool) -> None:
         operands = [compare.left, *compare.comparators]
+        if any(self.call_qualnames.get(id(o)) in _GET_BACKEND for o in operands):
+            self.backend_names(operands, guarded)
         strings = [(o, _string(o)) for o in operands]
         for operand, value in strings:
             if value is None:
@@ -479,6 +485,14 @@ class _SiteFinder:
                 self.idiom("xla-device-type-compare", operand, value, guarded)
             elif value == "NEURON" and any(self._is_device_kind_query(o) for o in others):
                 self.idiom("neuron-device-type-compare", operand, value, guarded)
+
+    def backend_names(self, operands: list[ast.expr], guarded: bool) -> None:
+        """`dist.get_backend() == "xla"`, `... in ("xla", "gloo")`: the 'xla' names tested."""
+        for operand in operands:
+            elements = operand.elts if isinstance(operand, _COLLECTIONS) else [operand]
+            for element in elements:
+                if _string(element) == "xla":
+                    self.idiom("xla-backend-compare", element, "xla", guarded)
 
     def _mentions_device(self, expr: ast.expr) -> bool:
         text = ast.unparse(expr) if not isinstance(expr, ast.Name) else expr.id
