@@ -37,6 +37,14 @@ _GET_BACKEND = frozenset(
     {"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"}
 )
 _COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
+_GROUP_MAKERS = frozenset(
+    {
+        "torch.distributed.new_group",
+        "torch.distributed.init_process_group",
+        "torch.distributed.new_subgroups",
+        "torch.distributed.new_subgroups_by_enumeration",
+    }
+)
 _NOT_TENSORS = frozenset({"self", "cls", "super"})
 # Libraries and builtins whose calls return no torch tensor: methods on their results are theirs.
 _NON_TENSOR_LIBRARIES = frozenset(
@@ -141,20 +149,31 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     return [(node, value)]
 
 
-def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
-    """The string constant a name binding assigns (`NAME = "xla"`, `NAME: str = "xla"`)."""
+def _assigned_value(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
+    """The value a name binding assigns (`NAME = value`, `NAME: type = value`)."""
     statement = parents.get(id(target))
     if (
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
         and statement.targets[0] is target
     ):
-        value: ast.expr | None = statement.value
-    elif isinstance(statement, ast.AnnAssign) and statement.target is target:
-        value = statement.value
-    else:
-        return None
+        return statement.value
+    if isinstance(statement, ast.AnnAssign) and statement.target is target:
+        return statement.value
+    return None
+
+
+def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
+    """The string constant a name binding assigns (`NAME = "xla"`, `NAME: str = "xla"`)."""
+    value = _assigned_value(target, parents)
     return value if _string(value) is not None else None
+
+
+def _xla_option_keys(options: ast.expr | None) -> list[ast.expr]:
+    """The keys of a dict literal that name torch_xla's process-group options."""
+    if not isinstance(options, ast.Dict):
+        return []
+    return [k for k in options.keys if k is not None and (_string(k) or "").startswith("xla")]
 
 
 def _target_name(target: ast.expr) -> str:
@@ -396,6 +415,8 @@ class _SiteFinder:
         ):
             assert first is not None  # str(device).startswith("xla"): a device-type test
             self.idiom("xla-device-type-compare", first, first_string, guarded)
+        if qualname in _GROUP_MAKERS:
+            self.xla_group_options(_keyword(call, "pg_options"), guarded)
         if qualname == "torch.distributed.init_process_group":
             backend = _argument(call, 0, "backend")
             if _string(backend) == "xla":
@@ -457,6 +478,19 @@ class _SiteFinder:
                 self.idiom("xla-process-group", string, "xla", guarded)
             return
         self.idiom("xla-process-group", name, "xla", guarded)
+
+    def xla_group_options(self, options: ast.expr | None, guarded: bool) -> None:
+        """`pg_options={"xla_pg_options": ...}`, given as a dict or a variable assigned one."""
+        if isinstance(options, ast.Name):
+            binding = self.model.binding_of(options)
+            values = (
+                [_assigned_value(b.node, self.model.parents) for b in binding[1]] if binding else []
+            )
+            if any(_xla_option_keys(v) for v in values):
+                self.idiom("xla-pg-options", options, "xla_pg_options", guarded)
+            return
+        for key in _xla_option_keys(options):
+            self.idiom("xla-pg-options", key, _string(key), guarded)
 
     def _only_backends(self, name: str, owner: Scope) -> bool:
         """Whether every read of `name` (bound in `owner`) is a process group's backend."""
