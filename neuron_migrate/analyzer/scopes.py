@@ -207,6 +207,8 @@ class NameModel:
         # Every loaded Name with the scope it is read in and whether it sits under a guard.
         self.loads: list[tuple[ast.Name, Scope, bool]] = []
         self.imports: list[ImportRecord] = []
+        # `from module import *` (absolute), with its guard: it binds names no one can list.
+        self.star_imports: list[tuple[ast.alias, str, bool]] = []
         # By-products of the same walk for the site finder, so it needs no walk of its own:
         # every Call, and every Compare, Subscript, Assign and `arguments` node, with its guard.
         self.calls: list[tuple[ast.Call, bool]] = []
@@ -478,6 +480,8 @@ class _Builder:
                     qualname = local
             else:
                 if alias.name == "*":
+                    if node.module and not node.level:
+                        self.model.star_imports.append((alias, node.module, guarded))
                     continue
                 local = alias.asname or alias.name
                 # A relative import names the project's own code: no qualified name.

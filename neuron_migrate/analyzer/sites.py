@@ -362,6 +362,11 @@ class _SiteFinder:
                 used=record.binding.used,
             )
 
+        for alias, module, guarded in self.model.star_imports:
+            if module.partition(".")[0] == "torch_xla":
+                # the names it binds cannot be listed, so none of their uses is a site
+                self.idiom("torch-xla-star-import", alias, module, guarded)
+
     # -- XLA idioms outside the torch_xla namespace --------------------------------------------
 
     def find_idioms(self) -> None:

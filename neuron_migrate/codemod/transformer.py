@@ -325,6 +325,13 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.record(ruled, "kept" if new is updated else "rewritten")
         return new
 
+    def leave_ImportStar(self, original: cst.ImportStar, updated: cst.ImportStar) -> cst.ImportStar:
+        """`from torch_xla... import *`: what it binds is unknown, so a person decides."""
+        ruled = self.index.literals.get(self.span_of(original)) if self.index.literals else None
+        if ruled is not None:
+            self.mark(ruled, node=updated)
+        return updated
+
     # -- statements -----------------------------------------------------------------------------
 
     def leave_SimpleStatementLine(
