@@ -33,6 +33,7 @@ _LITERAL_RECEIVERS = (
     ast.DictComp,
     ast.SetComp,
 )
+_XLA_AUTOCASTS = frozenset({"torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
 _GET_BACKEND = frozenset(
     {"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"}
 )
@@ -268,13 +269,25 @@ class _SiteFinder:
                 self.chain_qualnames[id(chain)] = resolution.qualname
             if not any(q.partition(".")[0] in _ROOTS for q in resolution.qualnames):
                 continue
-            self.add_reference(chain, parent, resolution, guarded)
+            self.add_reference(chain, parent, resolution, guarded, scope)
 
     def add_reference(
-        self, chain: ast.expr, parent: ast.AST | None, resolution: Resolution, guarded: bool
+        self,
+        chain: ast.expr,
+        parent: ast.AST | None,
+        resolution: Resolution,
+        guarded: bool,
+        scope: Scope,
     ) -> None:
         is_call = isinstance(parent, ast.Call) and parent.func is chain
         qualname = resolution.qualname
+        if is_call and qualname in _XLA_AUTOCASTS:
+            assert isinstance(parent, ast.Call)
+            dtype = self.autocast_dtype(parent, scope)
+            if dtype is not None:  # not the call NM505 rewrites: the autocast was disabled
+                self.call_qualnames[id(parent)] = qualname
+                self.idiom("xla-autocast-dtype", parent, dtype, guarded)
+                return
         if (
             isinstance(chain, ast.Name)
             and not is_call
@@ -296,6 +309,18 @@ class _SiteFinder:
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
         self.site("call" if is_call else "name", chain, **fields)
+
+    def autocast_dtype(self, call: ast.Call, scope: Scope) -> str | None:
+        """The dtype given to torch_xla's autocast, when it is not bfloat16 (or None): on Neuron
+        such an autocast turned itself off. Its qualified name, else its source text."""
+        dtype = _argument(call, 2, "dtype")
+        if dtype is None or (isinstance(dtype, ast.Constant) and dtype.value is None):
+            return None
+        resolution = self.model.resolve_chain(dtype, scope)
+        qualname = resolution.qualname if resolution else None
+        if qualname == "torch.bfloat16":
+            return None
+        return qualname or ast.unparse(dtype)
 
     def find_method_call(self, name: ast.Name, chain: ast.expr, guarded: bool) -> None:
         """`x.sort()`, `self.w.double()` on a receiver that is not an import: maybe a Tensor
