@@ -33,6 +33,9 @@ _LITERAL_RECEIVERS = (
     ast.DictComp,
     ast.SetComp,
 )
+_TORCH_AUTOCASTS = frozenset(
+    {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
+)
 _XLA_AUTOCASTS = frozenset({"torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
 _GET_BACKEND = frozenset(
     {"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"}
@@ -223,6 +226,7 @@ class _SiteFinder:
         self.call_qualnames: dict[int, str] = {}  # id(Call) -> callee qualname
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
         self.reported_backends: set[int] = set()  # backend strings reported, by id
+        self.device_strings: set[int] = set()  # device strings reported, by id
         self.imported_modules = {
             r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
         }
@@ -413,6 +417,10 @@ class _SiteFinder:
                 self.device_defaults(node, guarded)  # type: ignore[arg-type]
 
     def idiom(self, kind: str, node: ast.AST, detail: str | None, guarded: bool) -> None:
+        if kind == "xla-device-string":
+            if id(node) in self.device_strings:
+                return  # `device = "xla"` read as an autocast's device type too
+            self.device_strings.add(id(node))
         self.site("idiom", node, idiom=kind, detail=detail, guarded=guarded)
 
     def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
@@ -445,6 +453,10 @@ class _SiteFinder:
         ):
             assert first is not None  # str(device).startswith("xla"): a device-type test
             self.idiom("xla-device-type-compare", first, first_string, guarded)
+        if qualname in _TORCH_AUTOCASTS:
+            device_type = _argument(call, 0, "device_type")
+            if isinstance(device_type, ast.Name) and _argument(call, 1, "dtype") is None:
+                self.autocast_device_variable(call, device_type, guarded)
         if qualname in _GROUP_MAKERS:
             self.xla_group_options(_keyword(call, "pg_options"), guarded)
         if qualname == "torch.distributed.init_process_group":
@@ -508,6 +520,32 @@ class _SiteFinder:
                 self.idiom("xla-process-group", string, "xla", guarded)
             return
         self.idiom("xla-process-group", name, "xla", guarded)
+
+    def autocast_device_variable(self, call: ast.Call, name: ast.Name, guarded: bool) -> None:
+        """`dt = "xla"` ... `torch.autocast(device_type=dt)` without a dtype: the autocast gets
+        the dtype the literal case gets when `dt` is one device string, assigned once (which is
+        then the device string reported); else it may be another device's, for a person."""
+        binding = self.model.binding_of(name)
+        if binding is None:
+            return
+        bindings = binding[1]
+        strings = [_assigned_string(b.node, self.model.parents) for b in bindings]
+        if not any(_XLA_DEVICE.match(_string(s) or "") for s in strings):
+            return
+        sure = len(strings) == 1 and strings[0] is not None
+        if sure:
+            assert strings[0] is not None
+            self.idiom("xla-device-string", strings[0], _string(strings[0]), bindings[0].guarded)
+        span = self.columns.span(call)
+        detail = "xla" if sure else "xla-or-other"
+        self.site(
+            "idiom",
+            call,
+            idiom="xla-autocast-device-variable",
+            detail=detail,
+            call_span=span,
+            guarded=guarded,
+        )
 
     def xla_group_options(self, options: ast.expr | None, guarded: bool) -> None:
         """`pg_options={"xla_pg_options": ...}`, given as a dict or a variable assigned one."""

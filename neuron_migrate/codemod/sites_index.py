@@ -47,6 +47,8 @@ class SiteIndex:
         ruled = RuledSite(site, rule)
         if site.kind == "call" and site.call_span is not None:
             self.calls[site.call_span] = ruled
+        elif site.kind == "idiom" and site.call_span is not None:
+            self.calls[site.call_span] = ruled  # an idiom a call transform rewrites
         elif site.kind == "name":
             self.names[site.span] = ruled
         elif site.kind == "idiom":

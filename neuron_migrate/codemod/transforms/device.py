@@ -6,7 +6,13 @@ import libcst as cst
 
 from neuron_migrate.codemod.context import FileContext
 from neuron_migrate.codemod.targets import CallTarget, expression
-from neuron_migrate.codemod.templates import bind_arguments, parenthesize, render
+from neuron_migrate.codemod.templates import (
+    add_keyword,
+    bind_arguments,
+    keyword_value,
+    parenthesize,
+    render,
+)
 from neuron_migrate.codemod.transforms._build import (
     is_false,
     is_none,
@@ -137,6 +143,15 @@ def autocast(t: CallTarget) -> cst.BaseExpression | None:
     if all(a.keyword is None or a.keyword.value != "dtype" for a in args):
         args.append(keyword("dtype", render("torch.bfloat16", t.ctx)))
     return cst.Call(func=func, args=with_commas(args))
+
+
+@expression("autocast-dtype")
+def autocast_dtype(t: CallTarget) -> cst.BaseExpression | None:
+    """torch.autocast(device_type=dt) -> ..., dtype=torch.bfloat16), when the analyzer found `dt`
+    holds one XLA device string (site detail "xla"): XLA's autocast dtype, not float16."""
+    if t.site.detail != "xla" or keyword_value(t.call, "dtype") is not None:
+        return None
+    return add_keyword(t.call, "dtype", render("torch.bfloat16", t.ctx))
 
 
 _SCALER_PARAMS = (
