@@ -285,6 +285,14 @@ class _SiteFinder:
     ) -> None:
         is_call = isinstance(parent, ast.Call) and parent.func is chain
         qualname = resolution.qualname
+        if (
+            not is_call
+            and isinstance(chain, ast.Name)
+            and qualname is not None
+            and qualname.partition(".")[0] in ("torch", "functorch")
+            and self._aliases_only(chain.id, scope)
+        ):
+            return  # `DT = torch.float64` is the site; `dtype=DT` only reads it again
         if is_call and qualname in _XLA_AUTOCASTS:
             assert isinstance(parent, ast.Call)
             dtype = self.autocast_dtype(parent, scope)
@@ -313,6 +321,11 @@ class _SiteFinder:
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
         self.site("call" if is_call else "name", chain, **fields)
+
+    def _aliases_only(self, name: str, scope: Scope) -> bool:
+        """Whether `name`, read in `scope`, is bound only by assignments of other names."""
+        owner = self.model.scope_binding(name, scope)
+        return owner is not None and all(b.kind == "alias" for b in owner.bindings[name])
 
     def autocast_dtype(self, call: ast.Call, scope: Scope) -> str | None:
         """The dtype given to torch_xla's autocast, when it is not bfloat16 (or None): on Neuron
