@@ -184,6 +184,7 @@ class FileContext:
     position: Callable[[cst.CSTNode], Span]
     needs: set[str] = field(default_factory=set)  # modules the new code names
     helpers: set[str] = field(default_factory=set)  # helper classes to add to the file
+    own_helpers: frozenset[str] = frozenset()  # helper classes the file holds already
     outcomes: list[Outcome] = field(default_factory=list)
     unwrapped_steps: frozenset[int] = frozenset()  # see beside_plain_steps
 

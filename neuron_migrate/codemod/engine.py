@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from neuron_migrate.analyzer.sites import find_sites
 from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.codemod.context import FileContext, beside_plain_steps, module_bindings
-from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports
+from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports, own_helpers
 from neuron_migrate.codemod.output import Printer, printed_checked
 from neuron_migrate.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.codemod.sites_index import SiteIndex
@@ -56,6 +56,7 @@ def rewrite_source(
         unsafe=unsafe,
         bindings=bindings,
         taken=taken,
+        own_helpers=own_helpers(taken, source),
         call_qualnames=index.call_qualnames,
         reference_qualnames={span: r.site.qualname or "" for span, r in index.names.items()},
         position=where.spans.__getitem__,

@@ -24,12 +24,26 @@ from neuron_migrate.codemod.positions import Extent
 from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.codemod.statements import StatementCleanup, deleted, strip_leading_blanks
-from neuron_migrate.codemod.transforms.launch import DEVICE_LOADER, DEVICE_LOADER_SOURCE
+from neuron_migrate.codemod.transforms.launch import (
+    DEVICE_LOADER,
+    DEVICE_LOADER_SOURCE,
+    DEVICE_LOADER_SPARE,
+    device_loader_source,
+)
 from neuron_migrate.ruleset import RuleSet
 
 GUARD_RULE = "NM198"
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-HELPERS = {DEVICE_LOADER: DEVICE_LOADER_SOURCE}
+HELPERS = {
+    DEVICE_LOADER: DEVICE_LOADER_SOURCE,
+    DEVICE_LOADER_SPARE: device_loader_source(DEVICE_LOADER_SPARE),
+}
+
+
+def own_helpers(taken: set[str], source: str) -> frozenset[str]:
+    """The helpers a file already holds (a second run), as against its own classes that have a
+    helper's name: those hold the helper's source verbatim."""
+    return frozenset(name for name in HELPERS if name in taken and HELPERS[name].strip() in source)
 
 
 def _is_torch_xla(module: str) -> bool:

@@ -23,6 +23,8 @@ from neuron_migrate.codemod.templates import (
 from neuron_migrate.codemod.transforms._build import is_true, number, unpacked, with_commas
 
 DEVICE_LOADER = "NeuronDeviceLoader"
+# The helper's name in a file whose own class is named DEVICE_LOADER.
+DEVICE_LOADER_SPARE = "NeuronMigrateDeviceLoader"
 DEVICE_LOADER_SOURCE = '''
 class NeuronDeviceLoader:
     """Iterates a DataLoader, moving every tensor of each batch to `device`."""
@@ -40,6 +42,12 @@ class NeuronDeviceLoader:
     def __len__(self):
         return len(self.loader)
 '''
+
+
+def device_loader_source(name: str) -> str:
+    """The helper's source, its class named `name`."""
+    return DEVICE_LOADER_SOURCE.replace(f"class {DEVICE_LOADER}:", f"class {name}:", 1)
+
 
 _SPAWN_PARAMS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
 _LAUNCH_PARAMS = ("fn", "args", "start_method", "debug_single_process")
@@ -125,10 +133,13 @@ def _needs_process_group(qualnames: Iterable[str]) -> bool:
 
 
 def _device_loader(t: CallTarget, loader: cst.BaseExpression, device: cst.BaseExpression):
-    t.ctx.helpers.add(DEVICE_LOADER)
+    name = DEVICE_LOADER
+    if DEVICE_LOADER in t.ctx.taken and DEVICE_LOADER not in t.ctx.own_helpers:
+        name = DEVICE_LOADER_SPARE  # the name is the project's own class
+    t.ctx.helpers.add(name)
     t.ctx.use_modules(cst.Name("torch"))  # the helper class names torch
     args = with_commas([cst.Arg(loader), cst.Arg(device)])
-    return cst.Call(func=cst.Name(DEVICE_LOADER), args=args)
+    return cst.Call(func=cst.Name(name), args=args)
 
 
 @expression("device-loader")
