@@ -11,6 +11,7 @@ import functools
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
 
 import libcst as cst
 
@@ -34,6 +35,9 @@ from neuron_migrate.ruleset import RuleSet
 
 GUARD_RULE = "NM198"
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# Why a torch_xla import stays: its module is used, only tested by a guard, or nothing says.
+Why = Literal["used", "tested"] | None
+
 HELPERS = {
     DEVICE_LOADER: DEVICE_LOADER_SOURCE,
     DEVICE_LOADER_SPARE: device_loader_source(DEVICE_LOADER_SPARE),
@@ -89,6 +93,11 @@ class _Usage(NameCount):
     def uses_name(self, name: str) -> bool:
         self.cover([name])
         return self.names[name] > 0
+
+    def only_tests(self, name: str) -> bool:
+        """Whether `name` is read, but only by availability tests (`xm is None`, `if xm:`)."""
+        self.cover([name])
+        return self.names[name] == 0 and self.tests[name] > 0
 
     def uses_chain(self, chain: str) -> bool:
         self.cover([chain.partition(".")[0]])
@@ -190,6 +199,12 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return local not in self.plain_binders and self.usage.uses_name(local)
         return self.usage.uses_name(local)
 
+    def _keeps(self, module: str, local: str) -> Why:
+        """Why a torch_xla name stays: its module is used, or only tested (a guard reads it)."""
+        if self._used(module, local):
+            return "used"
+        return "tested" if self.usage.only_tests(local) else None
+
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
     ) -> cst.BaseStatement:
@@ -208,7 +223,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         fates = [self._fate(imported) for imported in updated.cut.imports]
         kept = any(fate != "removed" for fate in fates)
         removed = "removed" in fates
-        used = "used" in fates
+        used: Why = "used" if "used" in fates else "tested" if "tested" in fates else None
 
         def rebuilt() -> cst.BaseStatement:
             line = updated.parse_line()
@@ -222,12 +237,12 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         line: cst.BaseStatement,
         kept: bool,
         removed: bool,
-        used: bool,
+        used: Why,
         rebuilt: Callable[[], cst.BaseStatement],
     ) -> cst.BaseStatement:
         """What becomes of a line of imports: as it is, `rebuilt` without the torch_xla names
         nothing uses, deleted, or marked. `kept`: whether any name stays; `removed`: whether a
-        torch_xla name goes; `used`: whether one stays because it is used."""
+        torch_xla name goes; `used`: why one stays ("used", or only "tested" by a guard)."""
         if not removed and not used:
             return line
         guarded = self._guarded()
@@ -238,7 +253,8 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             code = GUARD_RULE
         else:
             line = rebuilt() if removed and not guarded else line
-            code = "NM100"
+            # read by availability tests only: no code is left to migrate, the guard is
+            code = GUARD_RULE if used == "tested" else "NM100"
         if code == "NM100" and not used:
             return line
         marker = self.ruleset.get(code).marker()
@@ -246,22 +262,23 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def _kept(
         self, line: cst.SimpleStatementLine
-    ) -> tuple[list[cst.BaseSmallStatement], bool, bool]:
+    ) -> tuple[list[cst.BaseSmallStatement], bool, Why]:
         """The line's statements without the torch_xla names nothing uses, whether one went,
-        whether one stays because it is used."""
+        why one stays."""
         kept: list[cst.BaseSmallStatement] = []
-        removed_any = still_used = False
+        removed_any = False
+        still_used: Why = None
         for small in line.body:
             new, removed, used = self._small(small)
             removed_any |= removed
-            still_used |= used
+            still_used = _stronger(still_used, used)
             if new is not None:
                 kept.append(new)
         return kept, removed_any, still_used
 
     def _fate(self, imported: Imported) -> str:
         """What `_small` decides for the alias that binds `imported`: `other` (not torch_xla),
-        `used` or `removed`."""
+        `used`, `tested` or `removed`."""
         module = imported.module
         if imported.name is None:  # import module [as local]
             local = imported.local or module.partition(".")[0]
@@ -270,45 +287,53 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             module = f"{module}.{imported.name}" if _is_torch_xla(module) else module
         if not _is_torch_xla(module):
             return "other"
-        return "used" if self._used(module, local) else "removed"
+        return self._keeps(module, local) or "removed"
 
     def _small(
         self, small: cst.BaseSmallStatement
-    ) -> tuple[cst.BaseSmallStatement | None, bool, bool]:
-        """(what remains of the statement, whether a torch_xla name went, whether one stays)."""
+    ) -> tuple[cst.BaseSmallStatement | None, bool, Why]:
+        """(what remains of the statement, whether a torch_xla name went, why one stays)."""
         if isinstance(small, cst.Import):
             aliases = list(small.names)
             keep = []
-            removed = used = False
+            removed = False
+            used: Why = None
             for alias in aliases:
                 module = dotted(alias.name)
                 local = alias.asname.name.value if alias.asname else module.partition(".")[0]  # type: ignore[union-attr]
-                if not _is_torch_xla(module):
-                    keep.append(alias)
-                elif self._used(module, local):
-                    keep.append(alias)
-                    used = True
-                else:
+                why = self._keeps(module, local) if _is_torch_xla(module) else "other"
+                if why is None:
                     removed = True
+                    continue
+                keep.append(alias)
+                if why != "other":
+                    used = _stronger(used, why)
             return _rebuild(small, keep), removed, used
         if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
             module = dotted(small.module)
             if not _is_torch_xla(module):
-                return small, False, False
+                return small, False, None
             if isinstance(small.names, cst.ImportStar):
-                return small, False, False  # the rule pass marked it (NM197)
+                return small, False, None  # the rule pass marked it (NM197)
             keep = []
-            removed = used = False
+            removed = False
+            used = None
             for alias in small.names:
                 name = dotted(alias.name)
                 local = alias.asname.name.value if alias.asname else name  # type: ignore[union-attr]
-                if self._used(f"{module}.{name}", local):
-                    keep.append(alias)
-                    used = True
-                else:
+                why = self._keeps(f"{module}.{name}", local)
+                if why is None:
                     removed = True
+                    continue
+                keep.append(alias)
+                used = _stronger(used, why)
             return _rebuild(small, keep), removed, used
-        return small, False, False
+        return small, False, None
+
+
+def _stronger(a: Why, b: Why) -> Why:
+    """Of two reasons a torch_xla name stays, the one its line's marker gives."""
+    return "used" if "used" in (a, b) else a or b
 
 
 def _without(

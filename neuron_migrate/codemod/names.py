@@ -21,10 +21,13 @@ def dotted(node: cst.BaseExpression) -> str:
 
 
 class NameCount:
-    """Names read outside import statements, and dotted chains (`torch_xla.debug.metrics`)."""
+    """Names read outside import statements, and dotted chains (`torch_xla.debug.metrics`).
+    A bare name only tested (`xm is None`, `if xm:`, `not xm`) is counted apart, in `tests`:
+    such a read uses no API of the module."""
 
     def __init__(self) -> None:
         self.names: Counter[str] = Counter()
+        self.tests: Counter[str] = Counter()
         self.chains: set[str] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
@@ -55,8 +58,38 @@ class NameCount:
                 stack.extend(
                     c for c in children(node) if c is not target or type(c) is not cst.Name
                 )
+            elif kind in _TESTERS:
+                tested = _tested_names(node)
+                for name in tested:
+                    self.tests[name.value] += 1
+                stack.extend(c for c in children(node) if all(c is not n for n in tested))
             elif kind is not cst.Import and kind is not cst.ImportFrom:
                 stack.extend(children(node))
+
+
+_TESTERS = frozenset(
+    {cst.Comparison, cst.If, cst.While, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation}
+)
+
+
+def _tested_names(node: cst.CSTNode) -> list[cst.Name]:
+    """The bare names `node` only tests (as the analyzer's `_is_test` sees them)."""
+    if isinstance(node, cst.Comparison):
+        none_tests = all(
+            isinstance(c.operator, (cst.Is, cst.IsNot))
+            and isinstance(c.comparator, cst.Name)
+            and c.comparator.value == "None"
+            for c in node.comparisons
+        )
+        return [node.left] if none_tests and isinstance(node.left, cst.Name) else []
+    if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+        return [node.test] if isinstance(node.test, cst.Name) else []
+    if isinstance(node, cst.UnaryOperation):
+        is_not = isinstance(node.operator, cst.Not)
+        return [node.expression] if is_not and isinstance(node.expression, cst.Name) else []
+    if isinstance(node, cst.BooleanOperation):
+        return [n for n in (node.left, node.right) if isinstance(n, cst.Name)]
+    return []
 
 
 # Nodes that bind a name, and the field holding it.
