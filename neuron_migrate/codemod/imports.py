@@ -358,10 +358,38 @@ def _rebuild(
     if not aliases:
         return None
     aliases = list(aliases)
-    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    if isinstance(small, cst.ImportFrom) and small.lpar is None:
-        return small.with_changes(names=aliases)
+    last = aliases[-1]
+    if isinstance(small, cst.ImportFrom) and small.rpar is not None and _line_break(last.comma):
+        # In parentheses, a comma the line ends after stays: it holds the name's comment.
+        return _closed(small, aliases)
+    aliases[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return small.with_changes(names=aliases)
+
+
+def _line_break(
+    whitespace: cst.Comma | cst.MaybeSentinel | cst.BaseParenthesizableWhitespace,
+) -> cst.ParenthesizedWhitespace | None:
+    if isinstance(whitespace, cst.Comma):
+        whitespace = whitespace.whitespace_after
+    return whitespace if isinstance(whitespace, cst.ParenthesizedWhitespace) else None
+
+
+def _closed(small: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.ImportFrom:
+    """`small` with `aliases`, the last of which ends its line: the line after it is indented for
+    `)` as the line after the statement's last name was; a comment of that removed name, before
+    `)`, goes with it."""
+    assert small.rpar is not None and not isinstance(small.names, cst.ImportStar)
+    rpar = small.rpar
+    old_last = small.names[-1]
+    layout = _line_break(old_last.comma)
+    if layout is None and (layout := _line_break(rpar.whitespace_before)) is not None:
+        rpar = rpar.with_changes(whitespace_before=cst.SimpleWhitespace(""))
+    mine = _line_break(aliases[-1].comma)
+    if layout is not None and mine is not None and aliases[-1] is not old_last:
+        line = mine.with_changes(indent=layout.indent, last_line=layout.last_line)
+        comma = aliases[-1].comma.with_changes(whitespace_after=line)  # type: ignore[union-attr]
+        aliases[-1] = aliases[-1].with_changes(comma=comma)
+    return small.with_changes(names=aliases, rpar=rpar)
 
 
 def clean_imports(

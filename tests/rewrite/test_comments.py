@@ -40,3 +40,38 @@ def test_comments_in_replaced_calls_and_unwrapped_blocks_survive():
         '    device = torch.device("neuron", n)'
     )
     assert rewrite_source(new).new == new
+
+
+def test_a_kept_name_keeps_its_comment_in_a_parenthesized_from_import():
+    source = """from torch_xla.core.xla_model import (
+    xla_device,  # the device
+    get_memory_info,  # memory, still needed
+)
+from torch_xla.core.xla_model import (get_memory_info as memory, mark_step)
+
+device = xla_device()
+print(get_memory_info(device), memory(device))
+"""
+    lines = rewrite_source(source).new.splitlines()
+    first = lines.index("from torch_xla.core.xla_model import (")
+    # the removed name's comment goes with it; the kept one's stays on its line
+    assert lines[first + 1 : first + 3] == ["    get_memory_info,  # memory, still needed", ")"]
+    # on one line, no comma is left before the parenthesis
+    assert "from torch_xla.core.xla_model import (get_memory_info as memory)" in lines
+
+
+def test_a_kept_name_keeps_its_comment_when_the_last_name_goes():
+    source = """def f():
+    from torch_xla.core.xla_model import (
+        get_memory_info,  # memory, still needed
+        xla_device  # the device
+    )
+
+    return get_memory_info(xla_device())
+"""
+    lines = rewrite_source(source).new.splitlines()
+    first = lines.index("    from torch_xla.core.xla_model import (")
+    assert lines[first + 1 : first + 3] == [
+        "        get_memory_info,  # memory, still needed",
+        "    )",
+    ]
