@@ -533,8 +533,10 @@ class _Builder:
             all_args.append(args.vararg)
         if args.kwarg:
             all_args.append(args.kwarg)
+        parents = self.model.parents
         for arg in all_args:
             inner.bind(arg.arg, Binding("local", node=arg, guarded=guarded))
+            parents[id(arg)] = args  # where a variable followed to its value finds the default
             if arg.annotation is not None:
                 self._push(arg.annotation, owner, outer, guarded, stack)
         for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:

@@ -12,7 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
-from neuron_migrate.analyzer.scopes import LOCAL, NameModel, Resolution, Scope
+from neuron_migrate.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
 _ROOTS = frozenset(
@@ -164,7 +164,27 @@ def _assigned_value(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.
         return statement.value
     if isinstance(statement, ast.AnnAssign) and statement.target is target:
         return statement.value
+    if isinstance(statement, ast.arguments) and isinstance(target, ast.arg):
+        return _default(statement, target)
     return None
+
+
+def _default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
+    """A parameter's default value (None when it has none)."""
+    positional = [*args.posonlyargs, *args.args]
+    first_with_default = len(positional) - len(args.defaults)
+    for i, candidate in enumerate(positional):
+        if candidate is arg:
+            return args.defaults[i - first_with_default] if i >= first_with_default else None
+    for candidate, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if candidate is arg:
+            return default
+    return None
+
+
+def _assigned_once(bindings: list[Binding]) -> bool:
+    """One assignment binds the name: not a parameter, whose callers may pass anything."""
+    return len(bindings) == 1 and not isinstance(bindings[0].node, ast.arg)
 
 
 def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
@@ -527,7 +547,7 @@ class _SiteFinder:
         if "xla" not in [_string(s) for s in strings]:
             return  # a value known only at run time: nothing says it is XLA's
         string = strings[0]
-        if len(bindings) == 1 and string is not None and self._only_backends(name.id, owner):
+        if _assigned_once(bindings) and string is not None and self._only_backends(name.id, owner):
             if id(string) not in self.reported_backends:
                 self.reported_backends.add(id(string))
                 self.idiom("xla-process-group", string, "xla", guarded)
@@ -545,7 +565,7 @@ class _SiteFinder:
         strings = [_assigned_string(b.node, self.model.parents) for b in bindings]
         if not any(_XLA_DEVICE.match(_string(s) or "") for s in strings):
             return
-        sure = len(strings) == 1 and strings[0] is not None
+        sure = _assigned_once(bindings) and strings[0] is not None
         if sure:
             assert strings[0] is not None
             self.idiom("xla-device-string", strings[0], _string(strings[0]), bindings[0].guarded)
