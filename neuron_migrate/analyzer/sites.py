@@ -171,15 +171,18 @@ def _assigned_value(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.
 
 def _default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
     """A parameter's default value (None when it has none)."""
+    return next((default for a, default in _parameter_defaults(args) if a is arg), None)
+
+
+def _parameter_defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
+    """The parameters that have a default, each with it."""
     positional = [*args.posonlyargs, *args.args]
-    first_with_default = len(positional) - len(args.defaults)
-    for i, candidate in enumerate(positional):
-        if candidate is arg:
-            return args.defaults[i - first_with_default] if i >= first_with_default else None
-    for candidate, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if candidate is arg:
-            return default
-    return None
+    pairs = list(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    return pairs + [
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    ]
 
 
 def _assigned_once(bindings: list[Binding]) -> bool:
@@ -677,14 +680,7 @@ class _SiteFinder:
                 self.idiom("xla-device-string", string, value, guarded)
 
     def device_defaults(self, args: ast.arguments, guarded: bool) -> None:
-        positional = [*args.posonlyargs, *args.args]
-        pairs = list(
-            zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
-        )
-        pairs += [
-            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
-        ]
-        for arg, default in pairs:
+        for arg, default in _parameter_defaults(args):
             if "device" in arg.arg.lower():
                 for node, value in _device_strings(default):
                     self.idiom("xla-device-string", node, value, guarded)
