@@ -21,6 +21,7 @@ from neuron_migrate.cache import MAX_QUERY_KEYS, cache_errors
 from neuron_migrate.codemod.results import Outcome
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.resources import digest_yaml, rules_dir
+from neuron_migrate.unified_diff import FORMAT as diff_format
 
 # Named by the layout of its entries: another layout is another file, never misread.
 _DB_NAME = "rewrite-results-v1.sqlite"
@@ -39,7 +40,7 @@ class CachedRewrite(NamedTuple):
 
 def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
     """A digest of what a rewrite depends on besides the file."""
-    digest = cache_digest(f"{__version__}\0unsafe={unsafe}".encode())
+    digest = cache_digest(f"{__version__}\0unsafe={unsafe}\0diff={diff_format}".encode())
     digest_yaml(digest, rules or rules_dir())
     return digest.hexdigest()
 
@@ -49,11 +50,6 @@ def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
     digest.update(b"\0notebook\0" if notebook else b"\0source\0")
     digest.update(settings.encode())
     return digest.hexdigest()
-
-
-def diff_header(display: str) -> str:
-    """The two lines a unified diff of `display` starts with (`FileRewrite.diff`)."""
-    return f"--- a/{display}\n+++ b/{display}\n"
 
 
 class RewriteCache:

@@ -2,7 +2,6 @@
 a diff, write it in place atomically, or write a migrated copy of the tree. One file failing
 never stops the run."""
 
-import difflib
 import multiprocessing
 import os
 import shutil
@@ -25,12 +24,12 @@ from neuron_migrate.rewrite_cache import (
     CachedRewrite,
     NoRewriteCache,
     RewriteCache,
-    diff_header,
     rewrite_key,
     settings_digest,
 )
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.source import decode, read_bytes, syntax_error
+from neuron_migrate.unified_diff import diff_header, unified_diff
 
 if TYPE_CHECKING:
     from neuron_migrate.codemod.engine import SourceRewrite
@@ -61,14 +60,7 @@ class FileRewrite:
     def diff(self) -> str:
         if self.patch is not None:
             return self.patch
-        return "".join(
-            difflib.unified_diff(
-                self.old.splitlines(keepends=True),
-                self.new.splitlines(keepends=True),
-                f"a/{self.display}",
-                f"b/{self.display}",
-            )
-        )
+        return unified_diff(self.old, self.new, self.display)
 
     def encoded(self) -> bytes:
         data = self.new.encode(self.encoding)
