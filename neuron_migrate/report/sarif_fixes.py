@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import io
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,12 @@ class Hunk:
     inserted: str
 
 
+def source_lines(text: str) -> list[str]:
+    """`text`'s lines as Python numbers them (a finding's line): ended by `\n`, `\r\n` or `\r`
+    alone, not by the form feeds and other separators `str.splitlines` also cuts at."""
+    return io.StringIO(text, newline="").readlines()
+
+
 def hunks(old: str, new: str) -> list[Hunk]:
     """The line ranges in which `new` differs from `old`, each with its new text.
 
@@ -39,8 +46,7 @@ def hunks(old: str, new: str) -> list[Hunk]:
     matched again on its own without the heuristic: 1.4 s, the same hunks in 1,947 of those
     files, and finer ones in the other 7.
     """
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    old_lines, new_lines = source_lines(old), source_lines(new)
     offsets = [0]
     for line in old_lines:
         offsets.append(offsets[-1] + len(line))

@@ -108,3 +108,11 @@ def test_hunks_rebuild_the_new_text_and_findings_get_the_hunks_they_touch(tmp_pa
         claims = touched_hunks(group, file_hunks)
         assert claims == _touched_by_scanning(group, file_hunks), path
         assert claims  # the fixtures' sites lie in the hunks of their own fixes
+
+
+def test_hunk_lines_are_numbered_as_python_numbers_them() -> None:
+    # A form feed in a comment and a lone carriage return: the tokenizer ends a line at the
+    # `\r` only, so the changed line is the third.
+    old = "# page\x0cbreak\nx = 1\rdevice = 'xla'\n"
+    new = "# page\x0cbreak\nx = 1\rdevice = 'neuron'\n"
+    assert [(h.first_line, h.last_line) for h in hunks(old, new)] == [(3, 3)]
