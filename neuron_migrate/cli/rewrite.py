@@ -29,9 +29,11 @@ FORMATS = ("diff", "json")
 
 
 def _colour_diff(text: str) -> str:
+    from neuron_migrate.unified_diff import lines  # difflib: only when a diff is printed
+
     colours = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
     out = []
-    for line in text.splitlines(keepends=True):
+    for line in lines(text):  # a diff's lines end at newlines only
         colour = colours.get(line[:1])
         if line.startswith(("+++", "---")):
             colour = "\x1b[1m"

@@ -58,3 +58,12 @@ def test_git_applies_the_printed_diff(tmp_path: Path, source: str):
     assert invoke(["rewrite", "--no-cache", "--apply", str(applied)]).exit_code == 0
     assert (work / "train.py").read_bytes() == (applied / "train.py").read_bytes()
     assert (work / "train.py").read_bytes() != source.encode()
+
+
+def test_the_coloured_diff_keeps_a_line_with_a_form_feed_whole():
+    from neuron_migrate.cli.rewrite import _colour_diff
+
+    diff = unified_diff("# a\x0cb\nx = 1\n", "# a\x0cb\nx = 2\n", "f.py")
+    coloured = _colour_diff(diff)
+    assert " # a\x0cb\n" in coloured
+    assert coloured.count("\n") == diff.count("\n")
