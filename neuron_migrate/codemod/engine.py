@@ -73,6 +73,8 @@ def rewrite_source(
         and (rule := ruleset.for_import(site.qualname)) is not None
         and rule.code == "NM100"
     )
+    # The rules with a site the rule pass left as it was: a side-effect import they need stays.
+    left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
     printer = Printer(module)
     module = clean_imports(
         module,
@@ -84,6 +86,7 @@ def rewrite_source(
         rules.made_from,
         printer,
         plain_binders,
+        left,
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)

@@ -31,7 +31,7 @@ from neuron_migrate.codemod.transforms.launch import (
     DEVICE_LOADER_SPARE,
     device_loader_source,
 )
-from neuron_migrate.ruleset import RuleSet
+from neuron_migrate.ruleset import Rule, RuleSet
 
 GUARD_RULE = "NM198"
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -149,11 +149,13 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         made_from: Mapping[object, Extent],
         xla_mentions: SpanSet,
         plain_binders: frozenset[str] = frozenset(),
+        left: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self.ruleset = ruleset
         self.usage = usage
         self.plain_binders = plain_binders
+        self.left = left
         self.extents = extents
         self.made_from = made_from
         self.xla_mentions = xla_mentions
@@ -191,13 +193,23 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
-        if rule is not None and rule.code != "NM100" and local == module.partition(".")[0]:
+        if rule is None or rule.code == "NM100":
+            return self.usage.uses_name(local)
+        if self._needed(rule):
+            return True
+        if local == module.partition(".")[0]:
             # Imported for a side effect; but it binds `torch_xla` too, which code still
             # reading that name needs when no plain torch_xla import binds it.
             if self.usage.uses_chain(module):
                 return True
             return local not in self.plain_binders and self.usage.uses_name(local)
         return self.usage.uses_name(local)
+
+    def _needed(self, rule: Rule) -> bool:
+        """Whether a side-effect import is needed by a site left for a person: a process group
+        still created with 'xla' fails once the import that registers 'xla' is gone."""
+        needed_by = rule.rewrite.option("needed_by", "") if rule.rewrite else ""
+        return any(code in self.left for code in (needed_by or "").split())
 
     def _keeps(self, module: str, local: str) -> Why:
         """Why a torch_xla name stays: its module is used, or only tested (a guard reads it)."""
@@ -402,6 +414,7 @@ def clean_imports(
     made_from: Mapping[object, Extent],
     printer: Printer,
     plain_binders: frozenset[str] = frozenset(),
+    left: frozenset[str] = frozenset(),
 ) -> cst.Module:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
@@ -409,10 +422,11 @@ def clean_imports(
     counted in one pass before the import pass asks about them; `made_from`: for each node the
     rule pass made, where what it stands in place of was in the source; `printer`: prints its
     top-level statements for the output; `plain_binders`: the names torch_xla imports other than
-    the side-effect ones (`import torch_xla.distributed.xla_backend`) bind."""
+    the side-effect ones (`import torch_xla.distributed.xla_backend`) bind; `left`: the codes of
+    the rules with a site the rule pass left as it was."""
     usage = _Usage(module, extents, source, printer)
     usage.cover(imported)
-    cleanup = ImportCleanup(ruleset, usage, extents, made_from, xla_mentions, plain_binders)
+    cleanup = ImportCleanup(ruleset, usage, extents, made_from, xla_mentions, plain_binders, left)
     return module.visit(cleanup)
 
 

@@ -119,3 +119,24 @@ def test_a_side_effect_import_stays_while_the_name_it_binds_is_read() -> None:
     new = rewrite_source(plain).new
     assert "xla_backend" not in new
     assert "\nimport torch_xla\n" in new
+
+
+def test_a_backend_import_stays_while_a_marked_process_group_may_ask_for_xla() -> None:
+    """A process group whose backend variable may hold 'xla' is marked, not rewritten: it still
+    asks for 'xla', which only `import torch_xla.distributed.xla_backend` registers."""
+    source = (
+        "import torch.distributed as dist\n"
+        "from torch_xla.distributed import xla_backend\n\n\n"
+        "def init(use_gloo):\n"
+        '    backend = "xla"\n'
+        "    if use_gloo:\n"
+        '        backend = "gloo"\n'
+        "    dist.init_process_group(backend=backend)\n"
+    )
+    new = rewrite_source(source).new
+    assert "\nfrom torch_xla.distributed import xla_backend\n" in new
+    assert "TODO(neuron-migrate NM100)" in new
+    assert rewrite_source(new).new == new
+    # a backend assigned once is rewritten to 'neuron': nothing needs the import any more
+    once = source.replace('    if use_gloo:\n        backend = "gloo"\n', "")
+    assert "xla_backend" not in rewrite_source(once).new
