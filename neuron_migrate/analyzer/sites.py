@@ -196,6 +196,16 @@ def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast
     return value if _string(value) is not None else None
 
 
+def _tests_xla_name(operands: list[ast.expr]) -> bool:
+    """Whether a comparison names 'xla' (alone or in a literal collection): the cheap test
+    before a variable is followed to its value."""
+    for operand in operands:
+        elements = operand.elts if isinstance(operand, _COLLECTIONS) else [operand]
+        if any(_string(e) == "xla" for e in elements):
+            return True
+    return False
+
+
 def _xla_option_keys(options: ast.expr | None) -> list[ast.expr]:
     """The keys of a dict literal that name torch_xla's process-group options."""
     if not isinstance(options, ast.Dict):
@@ -612,7 +622,9 @@ class _SiteFinder:
 
     def idioms_in_compare(self, compare: ast.Compare, guarded: bool) -> None:
         operands = [compare.left, *compare.comparators]
-        if any(self.call_qualnames.get(id(o)) in _GET_BACKEND for o in operands):
+        if any(self.call_qualnames.get(id(o)) in _GET_BACKEND for o in operands) or (
+            _tests_xla_name(operands) and any(self._holds_backend(o) for o in operands)
+        ):
             self.backend_names(operands, guarded)
         strings = [(o, _string(o)) for o in operands]
         for operand, value in strings:
@@ -623,6 +635,20 @@ class _SiteFinder:
                 self.idiom("xla-device-type-compare", operand, value, guarded)
             elif value == "NEURON" and any(self._is_device_kind_query(o) for o in others):
                 self.idiom("neuron-device-type-compare", operand, value, guarded)
+
+    def _holds_backend(self, operand: ast.expr) -> bool:
+        """`b` after `b = dist.get_backend()`: a name every binding of which assigns the
+        backend's name (a parameter does not: its callers may pass anything)."""
+        if not isinstance(operand, ast.Name):
+            return False
+        binding = self.model.binding_of(operand)
+        if binding is None:
+            return False
+        values = [
+            None if isinstance(b.node, ast.arg) else _assigned_value(b.node, self.model.parents)
+            for b in binding[1]
+        ]
+        return all(v is not None and self.call_qualnames.get(id(v)) in _GET_BACKEND for v in values)
 
     def backend_names(self, operands: list[ast.expr], guarded: bool) -> None:
         """`dist.get_backend() == "xla"`, `... in ("xla", "gloo")`: the 'xla' names tested."""
