@@ -28,15 +28,28 @@ def device_string(t: LiteralTarget) -> cst.SimpleString | None:
         return None
     call = t.enclosing_call()
     if call is not None and t.ctx.qualname_of_call(call) in _AUTOCAST:
-        # torch_xla's autocast used bfloat16 on Neuron; PyTorch's default for the device is
-        # float16, so the dtype is written out.
-        bf16 = render("torch.bfloat16", t.ctx)
-        t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
+        given = _dtype_given(call)
+        if given is None:
+            return None  # `*args` or `**kwargs` may pass a dtype: one written out may clash
+        if not given:
+            # torch_xla's autocast used bfloat16 on Neuron; PyTorch's default for the device
+            # is float16, so the dtype is written out.
+            bf16 = render("torch.bfloat16", t.ctx)
+            t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
     elif _autocast_of_a_branch(t):
         # `torch.autocast("xla" if tpu else "cuda")`: a dtype written out for the neuron branch
         # would change the other device's
         return None
     return replace_value(t.literal, "neuron" + (match.group("index") or ""))
+
+
+def _dtype_given(call: cst.Call) -> bool | None:
+    """Whether an autocast call passes its dtype, by keyword or second (`autocast(device_type,
+    dtype, ...)`); None when unpacked arguments may."""
+    if any(arg.star for arg in call.args):
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return len(positional) > 1 or keyword_value(call, "dtype") is not None
 
 
 def _autocast_of_a_branch(t: LiteralTarget) -> bool:
