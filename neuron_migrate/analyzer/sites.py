@@ -239,15 +239,25 @@ def _is_xla(qualname: str | None) -> bool:
     return qualname is not None and qualname.partition(".")[0] in ("torch_xla", "torch_neuronx")
 
 
-def _is_test(name: ast.expr, parent: ast.AST | None) -> bool:
+def _is_test(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
     """Whether a bare module name is only tested (`xr is None`, `if xr:`, `not xr`, `xr and
-    ...`) rather than handed on as a value (`f(xm)`, `_XM = xm`) that code then calls into."""
-    if isinstance(parent, (ast.Compare, ast.BoolOp)):
-        return True
+    ...`) rather than handed on as a value (`f(xm)`, `_XM = xm`, `m = xm or fallback`) that
+    code then calls into."""
+    return isinstance(parent, ast.Compare) or _truth_tested(name, parent, parents)
+
+
+def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+    """Whether only the truth of `node`'s value is read: a condition, `not node`, or an operand
+    of `and`/`or` whose value never comes out as the module: one before the last of an `and`
+    (it comes out only when false), any of an operation that is itself only truth-tested."""
+    if isinstance(parent, ast.BoolOp):
+        if isinstance(parent.op, ast.And) and node is not parent.values[-1]:
+            return True
+        return _truth_tested(parent, parents.get(id(parent)), parents)
     if isinstance(parent, ast.UnaryOp):
         return isinstance(parent.op, ast.Not)
     if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-        return parent.test is name
+        return parent.test is node
     return False
 
 
@@ -337,7 +347,7 @@ class _SiteFinder:
             isinstance(chain, ast.Name)
             and not is_call
             and (qualname in self.imported_modules or _is_xla(qualname))
-            and _is_test(chain, parent)
+            and _is_test(chain, parent, self.model.parents)
         ):
             return  # `if xr is not None:` reads the module object, it uses no API
 

@@ -36,6 +36,7 @@ class NameCount:
 
     def count(self, root: cst.CSTNode) -> None:
         stack = [root]
+        conditions: set[int] = set()  # `and`/`or` operations only truth-tested, by id
         while stack:
             node = stack.pop()
             if not self.enter(node):
@@ -59,9 +60,13 @@ class NameCount:
                     c for c in children(node) if c is not target or type(c) is not cst.Name
                 )
             elif kind in _TESTERS:
-                tested = _tested_names(node)
-                for name in tested:
-                    self.tests[name.value] += 1
+                tested: list[cst.Name] = []
+                for operand in _truth_tested(node, id(node) in conditions):
+                    if type(operand) is cst.Name:
+                        tested.append(operand)
+                        self.tests[operand.value] += 1
+                    elif type(operand) is cst.BooleanOperation:
+                        conditions.add(id(operand))
                 stack.extend(c for c in children(node) if all(c is not n for n in tested))
             elif kind is not cst.Import and kind is not cst.ImportFrom:
                 stack.extend(children(node))
@@ -72,8 +77,11 @@ _TESTERS = frozenset(
 )
 
 
-def _tested_names(node: cst.CSTNode) -> list[cst.Name]:
-    """The bare names `node` only tests (as the analyzer's `_is_test` sees them)."""
+def _truth_tested(node: cst.CSTNode, condition: bool) -> list[cst.BaseExpression]:
+    """The operands of `node` whose value only its truth is read of (as the analyzer's
+    `_is_test` sees them): a condition, `not x`, `x is None`, an operand of `and` but the last
+    (its value comes out only when false), either operand of an `and`/`or` that is itself only
+    truth-tested (`condition`). `m = xm or fallback` hands `xm` on as a value."""
     if isinstance(node, cst.Comparison):
         none_tests = all(
             isinstance(c.operator, (cst.Is, cst.IsNot))
@@ -83,12 +91,13 @@ def _tested_names(node: cst.CSTNode) -> list[cst.Name]:
         )
         return [node.left] if none_tests and isinstance(node.left, cst.Name) else []
     if isinstance(node, (cst.If, cst.While, cst.IfExp)):
-        return [node.test] if isinstance(node.test, cst.Name) else []
+        return [node.test]
     if isinstance(node, cst.UnaryOperation):
-        is_not = isinstance(node.operator, cst.Not)
-        return [node.expression] if is_not and isinstance(node.expression, cst.Name) else []
+        return [node.expression] if isinstance(node.operator, cst.Not) else []
     if isinstance(node, cst.BooleanOperation):
-        return [n for n in (node.left, node.right) if isinstance(n, cst.Name)]
+        if condition:
+            return [node.left, node.right]
+        return [node.left] if isinstance(node.operator, cst.And) else []
     return []
 
 
