@@ -388,17 +388,27 @@ def _line_break(
 
 def _closed(small: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.ImportFrom:
     """`small` with `aliases`, the last of which ends its line: the line after it is indented for
-    `)` as the line after the statement's last name was; a comment of that removed name, before
-    `)`, goes with it."""
+    `)` as the line after the statement's last name was. A comment before `)` (after a removed
+    last name without a comma) stays, on a line of its own where that name was."""
     assert small.rpar is not None and not isinstance(small.names, cst.ImportStar)
     rpar = small.rpar
     old_last = small.names[-1]
     layout = _line_break(old_last.comma)
+    comments: list[cst.EmptyLine] = []
+    mine = _line_break(aliases[-1].comma)
     if layout is None and (layout := _line_break(rpar.whitespace_before)) is not None:
         rpar = rpar.with_changes(whitespace_before=cst.SimpleWhitespace(""))
-    mine = _line_break(aliases[-1].comma)
+        comment = layout.first_line.comment
+        if comment is not None and mine is not None:
+            # indented as the names are: the line after the kept last name held the next one
+            comments.append(cst.EmptyLine(indent=True, whitespace=mine.last_line, comment=comment))
+        comments.extend(layout.empty_lines)
     if layout is not None and mine is not None and aliases[-1] is not old_last:
-        line = mine.with_changes(indent=layout.indent, last_line=layout.last_line)
+        line = mine.with_changes(
+            empty_lines=[*mine.empty_lines, *comments],
+            indent=layout.indent,
+            last_line=layout.last_line,
+        )
         comma = aliases[-1].comma.with_changes(whitespace_after=line)  # type: ignore[union-attr]
         aliases[-1] = aliases[-1].with_changes(comma=comma)
     return small.with_changes(names=aliases, rpar=rpar)

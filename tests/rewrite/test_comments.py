@@ -71,7 +71,31 @@ def test_a_kept_name_keeps_its_comment_when_the_last_name_goes():
 """
     lines = rewrite_source(source).new.splitlines()
     first = lines.index("    from torch_xla.core.xla_model import (")
-    assert lines[first + 1 : first + 3] == [
+    # the removed last name's comment, before `)`, stays on a line of its own
+    assert lines[first + 1 : first + 4] == [
         "        get_memory_info,  # memory, still needed",
+        "        # the device",
         "    )",
     ]
+
+
+def test_a_comment_after_a_removed_last_name_survives():
+    source = """from torch_xla.core.xla_model import (
+    get_memory_info,
+    mark_step  # keep this note
+    # and this one
+)
+
+print(get_memory_info(None))
+mark_step()
+"""
+    new = rewrite_source(source).new
+    start = new.index("from torch_xla.core.xla_model import (")
+    assert new[start:].startswith(
+        "from torch_xla.core.xla_model import (\n"
+        "    get_memory_info,\n"
+        "    # keep this note\n"
+        "    # and this one\n"
+        ")\n"
+    )
+    assert rewrite_source(new).new == new
