@@ -3,10 +3,12 @@ small re-iterable wrapper added to the file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
+from neuron_migrate.codemod.skeleton import OpaqueCompound
 from neuron_migrate.codemod.targets import (
     CallTarget,
     NewStatement,
@@ -84,10 +86,35 @@ def spawn(t: StatementTarget) -> list[NewStatement] | None:
         t.notes.append(note)
     if not _needs_process_group(t.ctx.call_qualnames.values()):
         return [cst.Expr(call)]
+    branch_note = t.rule.rewrite.option("branch_note") if t.rule.rewrite else None
+    if branch_note and _in_a_branch(t.parents):
+        t.notes.append(branch_note)
     # The spawned workers had the process group XLA's collectives and ordinals use, and the
     # torch.distributed calls those become need one: torchrun's, or a group of one process
     # when the script runs by itself (as XLA ran it with one device, or nprocs=1).
     return [*render_statements(_INIT_PROCESS_GROUP, t.ctx, {}), cst.Expr(call)]
+
+
+def _in_a_branch(parents: Sequence[cst.CSTNode]) -> bool:
+    """Whether the statement is in one branch of an `if` that has others (in its function):
+    `if dist.is_torchelastic_launched(): fn(...) else: xmp.spawn(fn, ...)` runs the workers on
+    the other branch too, where the process group made before the spawn's call is not."""
+    for node in reversed(parents):
+        if isinstance(node, OpaqueCompound):  # an outlined statement: its headers' source
+            first = node.headers.texts[0]
+            if _SCOPE_HEADER.match(first):
+                return False
+            if len(node.bodies) > 1 and _IF_HEADER.match(first):
+                return True
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        elif isinstance(node, cst.If) and node.orelse is not None:
+            return True
+    return False
+
+
+_SCOPE_HEADER = re.compile(r"(@|def\b|async\s+def\b|class\b)")
+_IF_HEADER = re.compile(r"if\b")
 
 
 # What a worker reads of the process group xmp.spawn set up: collectives, world size, ranks.
