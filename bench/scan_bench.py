@@ -29,6 +29,8 @@ from pathlib import Path
 
 import corpora
 
+from neuron_migrate.stat_index import SETTLED_NS
+
 BENCH = Path(__file__).resolve().parent
 OK_CODES = (0, 1)  # scan's gate and rewrite's "would change files" exit 1 by design
 
@@ -241,12 +243,17 @@ def bench_corpus(
         shutil.rmtree(cache, ignore_errors=True)
         with_cache = [*scan, "--cache-dir", str(cache), str(corpus.root)]
         record(rows["cold"], with_cache, report)
-        record(rows["warm"], with_cache, report)
+        # A re-scan takes about a tenth of a second, in which the machine's noise is a third of
+        # it or more: each run takes several, against the one cold scan it takes.
+        for _ in range(args.rescans):
+            record(rows["warm"], with_cache, report)
         try:
-            changed.write_bytes(original + f"\n# bench edit {run}\n".encode())
-            record(rows["one"], with_cache, report)
+            for edit in range(args.rescans):  # each sees one file changed since the scan before
+                changed.write_bytes(original + f"\n# bench edit {run}.{edit}\n".encode())
+                record(rows["one"], with_cache, report)
         finally:
             changed.write_bytes(original)
+        settle(with_cache)
         # What every re-scan pays before its first file: interpreter, imports, configuration and
         # the rules and matrix, which a warm cache holds ready (`--no-cache` would load them).
         empty = workdir / "empty"
@@ -254,17 +261,22 @@ def bench_corpus(
         startup = [*scan, "--cache-dir", str(workdir / "cache" / "startup"), str(empty)]
         if run == 0:
             subprocess.run(startup, capture_output=True, check=False)  # fills that cache
-        record(rows["startup"], startup, report.with_name("empty.json"))
+        for _ in range(args.rescans):
+            record(rows["startup"], startup, report.with_name("empty.json"))
         if not rows["one_server"].note:
             with served(tools):
-                time.sleep(SERVER_PAUSE_S)
-                record(rows["warm_server"], with_cache, report)
-                try:
-                    changed.write_bytes(original + f"\n# bench edit {run}, served\n".encode())
+                for _ in range(args.rescans):
                     time.sleep(SERVER_PAUSE_S)
-                    record(rows["one_server"], with_cache, report)
+                    record(rows["warm_server"], with_cache, report)
+                try:
+                    for edit in range(args.rescans):
+                        served_edit = f"\n# bench edit {run}.{edit}, served\n"
+                        changed.write_bytes(original + served_edit.encode())
+                        time.sleep(SERVER_PAUSE_S)
+                        record(rows["one_server"], with_cache, report)
                 finally:
                     changed.write_bytes(original)
+                settle(with_cache)
         if tools.torchfix and slow:
             record(rows["torchfix"], [*tools.torchfix, str(corpus.root)])
         # Rewrite runs every run, right after its libcst baseline (`pairs_in_run` pairs): its
@@ -290,6 +302,14 @@ def bench_corpus(
             record(rows["cold2"], [*scan, "--no-cache", str(double.root)], double_report)
     summarize_report(report)
     return list(rows.values())
+
+
+def settle(scan: list[str]) -> None:
+    """Re-scan, unmeasured, once the file the re-scans edited and restored is old enough to be
+    trusted by its signature (`stat_index.SETTLED_NS`): the rows after start from a tree the
+    snapshot holds as it is, as the warm rows did."""
+    time.sleep(SETTLED_NS / 1e9 + 0.2)
+    subprocess.run(scan, capture_output=True, check=False)
 
 
 def pairs_in_run(run: int, runs: int, pairs: int) -> int:
@@ -459,6 +479,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=corpora_jobs(),
         help="worker processes for every row (default: all cores)",
     )
+    parser.add_argument(
+        "--rescans",
+        type=int,
+        help="samples a run of each re-scan row (warm, one file changed, start-up, server; "
+        "default 5, with --quick 1)",
+    )
     parser.add_argument("--corpora", default="a,b", help="which corpora: a, b or a,b")
     parser.add_argument("--files", type=int, help="size of the generated monorepo (default 5000)")
     parser.add_argument(
@@ -488,6 +514,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 3)
     args.slow_runs = min(args.slow_runs or args.runs, args.runs)
+    args.rescans = max(args.rescans or (1 if args.quick else 5), 1)
     args.rewrite_runs = max(args.rewrite_runs or (args.runs if args.quick else 5), args.runs)
     args.files = args.files or (600 if args.quick else 5000)
     args.a_limit = args.a_limit if args.a_limit is not None else (300 if args.quick else 0)
@@ -516,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.slow_runs != args.runs
             else ""
         )
+        + f", {args.rescans} sample(s) a run of each re-scan row"
         + (
             ""
             if "rewrite" in args.skip

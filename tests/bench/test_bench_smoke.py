@@ -47,9 +47,18 @@ def test_bench_prints_the_table(tmp_path: Path) -> None:
         "scan_bench.py",
         *("--corpora", "b", "--files", "24", "--runs", "1", "--rewrite-runs", "2"),
         *("--jobs", "2", "--skip", "torchfix,libcst", "--workdir", str(tmp_path)),
+        *("--rescans", "2", "--json", str(tmp_path / "samples.json")),
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
+    # Each re-scan row takes --rescans samples in the run; the cold scan one.
+    rows = json.loads((tmp_path / "samples.json").read_text())["corpora"]["b"]["rows"]
+    assert {key: len(rows[key]["samples"]) for key in ("cold", "warm", "one", "one_server")} == {
+        "cold": 1,
+        "warm": 2,
+        "one": 2,
+        "one_server": 2,
+    }
     # Both rewrite/libcst pairs ran in the one run, and their ratios are shown one by one.
     pair_line = next(line for line in out.splitlines() if "pair by pair" in line)
     assert len(pair_line.split()[3:]) == 2, pair_line
