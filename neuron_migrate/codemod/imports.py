@@ -388,24 +388,19 @@ def _line_break(
 
 def _closed(small: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.ImportFrom:
     """`small` with `aliases`, the last of which ends its line: the line after it is indented for
-    `)` as the line after the statement's last name was. A comment before `)` (after a removed
-    last name without a comma) stays, on a line of its own where that name was."""
+    `)` as the line after the statement's last name was. A removed last name's comment on its
+    own line goes with it, with a comma after the name or without (as ruff's and libcst's
+    removals of a name do); comment lines of their own between it and `)` stay."""
     assert small.rpar is not None and not isinstance(small.names, cst.ImportStar)
     rpar = small.rpar
     old_last = small.names[-1]
     layout = _line_break(old_last.comma)
-    comments: list[cst.EmptyLine] = []
-    mine = _line_break(aliases[-1].comma)
     if layout is None and (layout := _line_break(rpar.whitespace_before)) is not None:
         rpar = rpar.with_changes(whitespace_before=cst.SimpleWhitespace(""))
-        comment = layout.first_line.comment
-        if comment is not None and mine is not None:
-            # indented as the names are: the line after the kept last name held the next one
-            comments.append(cst.EmptyLine(indent=True, whitespace=mine.last_line, comment=comment))
-        comments.extend(layout.empty_lines)
+    mine = _line_break(aliases[-1].comma)
     if layout is not None and mine is not None and aliases[-1] is not old_last:
         line = mine.with_changes(
-            empty_lines=[*mine.empty_lines, *comments],
+            empty_lines=[*mine.empty_lines, *layout.empty_lines],
             indent=layout.indent,
             last_line=layout.last_line,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from neuron_migrate.codemod.engine import rewrite_source
 
 SOURCE = """import torch
@@ -71,19 +73,19 @@ def test_a_kept_name_keeps_its_comment_when_the_last_name_goes():
 """
     lines = rewrite_source(source).new.splitlines()
     first = lines.index("    from torch_xla.core.xla_model import (")
-    # the removed last name's comment, before `)`, stays on a line of its own
-    assert lines[first + 1 : first + 4] == [
+    # the removed last name's comment goes with it, as it does after a comma
+    assert lines[first + 1 : first + 3] == [
         "        get_memory_info,  # memory, still needed",
-        "        # the device",
         "    )",
     ]
 
 
-def test_a_comment_after_a_removed_last_name_survives():
-    source = """from torch_xla.core.xla_model import (
+@pytest.mark.parametrize("comma", ["", ","])
+def test_comment_lines_after_a_removed_last_name_stay(comma: str):
+    source = f"""from torch_xla.core.xla_model import (
     get_memory_info,
-    mark_step  # keep this note
-    # and this one
+    mark_step{comma}  # the step's own comment
+    # a comment line of its own
 )
 
 print(get_memory_info(None))
@@ -94,8 +96,8 @@ mark_step()
     assert new[start:].startswith(
         "from torch_xla.core.xla_model import (\n"
         "    get_memory_info,\n"
-        "    # keep this note\n"
-        "    # and this one\n"
+        "    # a comment line of its own\n"
         ")\n"
     )
+    assert "the step's own comment" not in new
     assert rewrite_source(new).new == new
