@@ -1,0 +1,1 @@
+"""What a scan or rewrite reads: the files of a project, their text, notebooks and configuration."""

@@ -1,0 +1,1 @@
+"""The rewrite: the rule-driven libcst codemod, run over a tree, shown as a diff or written."""

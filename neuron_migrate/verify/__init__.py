@@ -1,0 +1,1 @@
+"""Running code on the simulated device, and reconciling what ran with the static report."""
