@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gen_monorepo
 
-from neuron_migrate.discover import discover
+from neuron_migrate.project.discover import discover
 
 STAMP = ".bench-corpus.json"
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import corpora
 from scan_bench import compile_bytecode, corpora_jobs, measured, neuron_migrate_command
 
-from neuron_migrate.discover import discover
-from neuron_migrate.stat_index import SETTLED_NS
+from neuron_migrate.incremental.stat_index import SETTLED_NS
+from neuron_migrate.project.discover import discover
 
 SETTLE_S = SETTLED_NS / 1e9 + 0.2
 # The floor: `python -c FLOOR ROOT REPORT` walks and stats ROOT's Python files in a scan's order

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import corpora
 
-from neuron_migrate.stat_index import SETTLED_NS
+from neuron_migrate.incremental.stat_index import SETTLED_NS
 
 BENCH = Path(__file__).resolve().parent
 OK_CODES = (0, 1)  # scan's gate and rewrite's "would change files" exit 1 by design

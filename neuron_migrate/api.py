@@ -7,25 +7,25 @@ from copy import copy
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from neuron_migrate.baseline import Baseline
-from neuron_migrate.cache import NoCache, ResultCache, default_cache_dir
-from neuron_migrate.config import Config, Policy, make_policy, resolve_config
-from neuron_migrate.discover import SourcePath, discover, sources_then_notebooks
-from neuron_migrate.engine import ScanSettings, default_jobs, scan_files
-from neuron_migrate.file_findings import FileFindings, Kind, counted_with_status
-from neuron_migrate.findings import FileError, Finding
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
+from neuron_migrate.incremental.cache import NoCache, ResultCache, default_cache_dir
+from neuron_migrate.incremental.stat_index import Taken
 from neuron_migrate.matrix.versions import resolve_version
-from neuron_migrate.scan_data import header_for
-from neuron_migrate.scanned import ScannedFile
-from neuron_migrate.source import DEFAULT_MAX_BYTES
-from neuron_migrate.stat_index import Taken
-from neuron_migrate.suppressions import SuppressedFinding, Suppression
+from neuron_migrate.project.config import Config, Policy, make_policy, resolve_config
+from neuron_migrate.project.discover import SourcePath, discover, sources_then_notebooks
+from neuron_migrate.project.source import DEFAULT_MAX_BYTES
+from neuron_migrate.scan.baseline import Baseline
+from neuron_migrate.scan.engine import ScanSettings, default_jobs, scan_files
+from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_status
+from neuron_migrate.scan.findings import FileError, Finding
+from neuron_migrate.scan.scan_data import header_for
+from neuron_migrate.scan.scanned import ScannedFile
+from neuron_migrate.scan.suppressions import SuppressedFinding, Suppression
 
 
 class Tally:
     """Counts of reported findings in files whose tables a report does not hold: the unchanged
-    files of a re-scan spliced into the last report (`neuron_migrate.report_snapshot`)."""
+    files of a re-scan spliced into the last report (`incremental.report_snapshot`)."""
 
     __slots__ = ("failing", "files", "kinds")
 
@@ -54,7 +54,7 @@ class Tally:
 
 class ScanReport:
     """What a scan found, and what the report and the gate need to say about it. (A plain
-    class: see `neuron_migrate.records` for why not a dataclass.)"""
+    class: see `neuron_migrate.scan.records` for why not a dataclass.)"""
 
     __slots__ = (
         "_decoded",
@@ -205,7 +205,7 @@ class ScanReport:
 
     def counted_elsewhere(self) -> "ScanReport":
         """A copy of the report with its tables counted in `elsewhere` rather than held: the
-        lists and totals a spliced re-scan starts from (`neuron_migrate.report_snapshot`)."""
+        lists and totals a spliced re-scan starts from (`incremental.report_snapshot`)."""
         kept = copy(self)
         tally = self.elsewhere.copy() if self.elsewhere is not None else Tally()
         for table in self.files:
@@ -435,7 +435,7 @@ def scanned(
         sources, settings, jobs=jobs, cache=cache, use_stat_index=use_stat_index, taken=taken
     )
     if notebooks:
-        from neuron_migrate.notebook_scan import scan_notebook
+        from neuron_migrate.scan.notebook_scan import scan_notebook
 
         for source in notebooks:
             yield scan_notebook(source, settings, cache)
@@ -453,12 +453,12 @@ def select_files(
     found = discover(root, plan.exclude, notebooks=True, folders=folders)
     files = [f for f in found if not policy.excluded(f.display)]
     if changed_since is not None:
-        from neuron_migrate.changed import changed_files
+        from neuron_migrate.project.changed import changed_files
 
         changed = changed_files(root, changed_since)
         files = [f for f in files if Path(f.path).resolve() in changed]
     if shard is not None:
-        from neuron_migrate.shard import in_shard
+        from neuron_migrate.scan.shard import in_shard
 
         files = [f for f in files if in_shard(f.display, shard)]
     return files

@@ -53,11 +53,11 @@ def run_demo(
     target: str | None = None,
     keep: bool = False,
 ) -> DemoResult:
-    from neuron_migrate import runner
     from neuron_migrate.report.terminal import render_terminal
     from neuron_migrate.report.verify_report import render_verify_terminal
-    from neuron_migrate.rewriter import RewriteSummary, rewrite_tree, write_atomically
-    from neuron_migrate.verify import reconcile
+    from neuron_migrate.rewrite.rewriter import RewriteSummary, rewrite_tree, write_atomically
+    from neuron_migrate.verify import runner
+    from neuron_migrate.verify.reconcile import reconcile
 
     available = sample_projects()
     if project not in available:

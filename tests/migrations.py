@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_migrate import rewriter
+from neuron_migrate.rewrite import rewriter
 
 
 def counted_migrations(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -6,7 +6,7 @@ Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would cha
 The parser is the standard library's argparse: a re-scan that the cache answers takes a few
 hundred milliseconds, and importing a CLI framework (typer and click) cost 45-60 ms of it.
 This module imports nothing else until it knows that the command runs here and not in a server
-(`neuron_migrate.server`).
+(`neuron_migrate.incremental.server`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     teardown (`leave`), as the server's children do."""
     words = sys.argv[1:] if argv is None else argv
     if argv is None:
-        from neuron_migrate.server.client import SERVED_COMMANDS, hand_over
+        from neuron_migrate.incremental.server.client import SERVED_COMMANDS, hand_over
 
         code = hand_over(words)
         if code is not None:

@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from neuron_migrate.cli.commands import Commands
-    from neuron_migrate.rewriter import FileRewrite, RewriteSummary
+    from neuron_migrate.rewrite.rewriter import FileRewrite, RewriteSummary
 
 
 FORMATS = ("diff", "json")
 
 
 def _colour_diff(text: str) -> str:
-    from neuron_migrate.unified_diff import lines  # difflib: only when a diff is printed
+    from neuron_migrate.rewrite.unified_diff import lines  # difflib: only when a diff is printed
 
     colours = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
     out = []
@@ -122,10 +122,10 @@ def rewrite(args: argparse.Namespace) -> int:
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
     # libcst loads only when a rewrite runs: other commands start faster.
-    from neuron_migrate.cache import default_cache_dir
-    from neuron_migrate.engine import default_jobs
-    from neuron_migrate.rewrite_cache import NoRewriteCache, RewriteCache
-    from neuron_migrate.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
+    from neuron_migrate.incremental.cache import default_cache_dir
+    from neuron_migrate.incremental.rewrite_cache import NoRewriteCache, RewriteCache
+    from neuron_migrate.rewrite.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
+    from neuron_migrate.scan.engine import default_jobs
 
     summary = RewriteSummary()
     colour = _use_colour()
@@ -165,7 +165,7 @@ def _written(
 ) -> list[FileRewrite]:
     """Each result counted, then written in place, into the copy, or shown as a diff; the
     results the JSON report lists."""
-    from neuron_migrate.rewriter import write_atomically
+    from neuron_migrate.rewrite.rewriter import write_atomically
 
     listed = []
     for result in files:

@@ -1,4 +1,4 @@
-"""`neuron-migrate run`: a thin shell over `neuron_migrate.runner`."""
+"""`neuron-migrate run`: a thin shell over `neuron_migrate.verify.runner`."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     (native runs, cpu_fallback runs and warns, unsupported raises). This executes the code.
     Exits with the command's own exit code; the trace is written even when the command fails.
     """
-    from neuron_migrate import runner  # subprocess and tempfile load only for `run`
+    from neuron_migrate.verify import runner  # subprocess and tempfile load only for `run`
 
     result = runner.run(command_after_dashes(args.command), args.target)
     if args.trace is not None:

@@ -119,9 +119,9 @@ def scan(args: argparse.Namespace) -> int:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from neuron_migrate.baseline import load_baseline
-    from neuron_migrate.baseline import write_baseline as save_baseline
-    from neuron_migrate.config import resolve_config, with_baseline_path
+    from neuron_migrate.project.config import resolve_config, with_baseline_path
+    from neuron_migrate.scan.baseline import load_baseline
+    from neuron_migrate.scan.baseline import write_baseline as save_baseline
 
     path: Path = args.path
     checked_format(args.output_format, FORMATS)
@@ -129,7 +129,7 @@ def _scan(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     shard_spec = None
     if args.shard is not None:
-        from neuron_migrate.shard import parse_shard
+        from neuron_migrate.scan.shard import parse_shard
 
         shard_spec = parse_shard(args.shard)
     if not path.exists() and not path.is_symlink():
@@ -164,7 +164,7 @@ def _scan(args: argparse.Namespace) -> int:
     )
     with _progress_bar(show_progress) as on_progress:
         if spliceable:
-            from neuron_migrate.report_snapshot import scan_json
+            from neuron_migrate.incremental.report_snapshot import scan_json
 
             report = scan_json(
                 plan,
@@ -239,8 +239,8 @@ def emit_report(
         else:
             render_terminal(report, Console(), show_native=show_native)
     else:
-        from neuron_migrate.output import write_output
         from neuron_migrate.report.formats import render_chunks
+        from neuron_migrate.report.output import write_output
 
         write_output(render_chunks(report, output_format), output)
     _report_written(output)

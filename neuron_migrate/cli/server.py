@@ -1,5 +1,5 @@
 """`neuron-migrate server start | stop | status`: the process that runs `scan` and `rewrite`
-for the command line (`neuron_migrate.server`)."""
+for the command line (`neuron_migrate.incremental.server`)."""
 
 from __future__ import annotations
 
@@ -65,10 +65,10 @@ def server_start(args: argparse.Namespace) -> int:
 
     if os.name != "posix":
         raise ServerError("the server needs a Unix system (it passes descriptors over a socket)")
-    from neuron_migrate.server import zygote
-    from neuron_migrate.server.client import ask
-    from neuron_migrate.server.location import location, make_private
-    from neuron_migrate.server.protocol import PING
+    from neuron_migrate.incremental.server import zygote
+    from neuron_migrate.incremental.server.client import ask
+    from neuron_migrate.incremental.server.location import location, make_private
+    from neuron_migrate.incremental.server.protocol import PING
 
     running = ask(PING)
     if running is not None:
@@ -90,7 +90,7 @@ def server_start(args: argparse.Namespace) -> int:
             [
                 sys.executable,
                 "-m",
-                "neuron_migrate.server",
+                "neuron_migrate.incremental.server",
                 "--idle-timeout",
                 f"{args.idle_timeout}",
             ],
@@ -116,9 +116,9 @@ def server_stop(args: argparse.Namespace) -> int:
     """Stop the server. Commands it is running finish."""
     import os
 
-    from neuron_migrate.server.client import ask
-    from neuron_migrate.server.location import location
-    from neuron_migrate.server.protocol import STOP
+    from neuron_migrate.incremental.server.client import ask
+    from neuron_migrate.incremental.server.location import location
+    from neuron_migrate.incremental.server.protocol import STOP
 
     info = ask(STOP)
     if info is None:
@@ -133,9 +133,9 @@ def server_stop(args: argparse.Namespace) -> int:
 
 def server_status(args: argparse.Namespace) -> int:
     """Say whether a server runs, and what it is; exit code 1 when none runs."""
-    from neuron_migrate.server.client import ask
-    from neuron_migrate.server.location import location
-    from neuron_migrate.server.protocol import PING
+    from neuron_migrate.incremental.server.client import ask
+    from neuron_migrate.incremental.server.location import location
+    from neuron_migrate.incremental.server.protocol import PING
 
     info = ask(PING)
     socket_path = location().socket

@@ -13,7 +13,7 @@ from neuron_migrate.cli.commands import (
     checked_format,
 )
 from neuron_migrate.errors import UsageError
-from neuron_migrate.output import write_output
+from neuron_migrate.report.output import write_output
 
 if TYPE_CHECKING:
     from neuron_migrate.cli.commands import Commands
@@ -51,7 +51,7 @@ def verify_command(args: argparse.Namespace) -> int:
         render_verify_markdown,
         render_verify_terminal,
     )
-    from neuron_migrate.verify import gate_passed, parse_verify_fail_on, verify
+    from neuron_migrate.verify.reconcile import gate_passed, parse_verify_fail_on, verify
 
     output_format, output = args.output_format, args.output
     checked_format(output_format, FORMATS)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.errors import CacheError
-from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings
-from neuron_migrate.row_store import Segment, StoredBytes
-from neuron_migrate.scanned import ScannedFile
+from neuron_migrate.incremental.row_store import Segment, StoredBytes
+from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings
+from neuron_migrate.scan.scanned import ScannedFile
 
 if TYPE_CHECKING:
     import sqlite3
@@ -58,7 +58,7 @@ _ORPHAN_AGE_S = 3600.0
 
 class ResultCache:
     """Each entry: the file's `ScannedFile` as pickled tuples, without its report rows, and
-    where the rows are: in a segment file beside the database (`neuron_migrate.row_store`),
+    where the rows are: in a segment file beside the database (`incremental.row_store`),
     from which the report copies them without reading them into the process. In a segment,
     every entry's rows are followed by ROW_SEPARATOR, what the JSON report writes between two
     files' rows: files whose rows lie one after the other are copied as one range.
@@ -159,7 +159,7 @@ class ResultCache:
             self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", entries)
 
     def stat_index(self, name: str) -> bytes | None:
-        """The records of a `neuron_migrate.stat_index.StatIndex`, if stored."""
+        """The records of a `neuron_migrate.incremental.stat_index.StatIndex`, if stored."""
         row = self._db.execute("SELECT records FROM stat_indexes WHERE name = ?", (name,))
         found = row.fetchone()
         return found[0] if found else None

@@ -1,6 +1,6 @@
 """The first bytes of a re-scan's JSON report, written while the tree is still being statted.
 
-A spliced re-scan (`neuron_migrate.report_snapshot`) stats every file before it knows which
+A spliced re-scan (`incremental.report_snapshot`) stats every file before it knows which
 changed (unless a server's watch names them), then copies tens of MB of the last report's rows
 into the new one. On a large tree each takes tens of milliseconds, and only the copy leaves the
 interpreter free: the kernel copies, and no lock is held meanwhile. So the copy starts at once.
@@ -20,9 +20,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from neuron_migrate.file_findings import ROW_SEPARATOR
-from neuron_migrate.output import Sink
-from neuron_migrate.row_store import Piece, StoredBytes
+from neuron_migrate.incremental.row_store import Piece, StoredBytes
+from neuron_migrate.report.output import Sink
+from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 
 # A file's rows in the report: the row file, where they start in it, how long they are.
 Rows = tuple[str, int, int]

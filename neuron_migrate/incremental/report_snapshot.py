@@ -15,14 +15,14 @@ It is used for a JSON report with the cache on and no baseline, shard or `--chan
 other scans run in full. A snapshot belongs to the scans of one path from one working folder
 (its scope) and holds a digest of everything besides the files that the report depends on (the
 tool, the data, the config, the flags): another digest means a full scan, which replaces it.
-Signatures follow the stat index's rules (`neuron_migrate.stat_index`): a file that had not
+Signatures follow the stat index's rules (`incremental.stat_index`): a file that had not
 settled when it was read is scanned again every time. Past `MAX_SPLICED_FILES` changed files,
 the full scan (with its workers) is faster.
 
 While no folder has changed, the files are statted in report order, and the report's first
 bytes -- its opening and the rows of the files found unchanged so far -- are written by a
-thread meanwhile (`neuron_migrate.report_prefix`). A server's spare that read the snapshot ahead
-may also have watched its tree since (`neuron_migrate.tree_watch`): a re-scan it serves stats
+thread meanwhile (`incremental.report_prefix`). A server's spare that read the snapshot ahead
+may also have watched its tree since (`incremental.tree_watch`): a re-scan it serves stats
 only the files the watch names.
 """
 
@@ -45,24 +45,12 @@ from neuron_migrate.api import (
     scanned,
     select_files,
 )
-from neuron_migrate.cache import ResultCache, default_cache_dir
 from neuron_migrate.digests import cache_digest
-from neuron_migrate.discover import SourcePath, sources_then_notebooks
-from neuron_migrate.engine import ScanSettings
 from neuron_migrate.errors import CacheError
-from neuron_migrate.file_findings import ROW_SEPARATOR, FileFindings, Kind
-from neuron_migrate.output import Sink
-from neuron_migrate.report.json_report import (
-    around_findings,
-    framed,
-    json_chunks,
-    listed_rows,
-    opening,
-)
-from neuron_migrate.report_prefix import PrefixWriter, Rows, row_runs
-from neuron_migrate.row_store import Piece, Segment, StoredBytes, after, write_all
-from neuron_migrate.scan_data import config_digest
-from neuron_migrate.stat_index import (
+from neuron_migrate.incremental.cache import ResultCache, default_cache_dir
+from neuron_migrate.incremental.report_prefix import PrefixWriter, Rows, row_runs
+from neuron_migrate.incremental.row_store import Piece, Segment, StoredBytes, after, write_all
+from neuron_migrate.incremental.stat_index import (
     Signature,
     Taken,
     settled,
@@ -70,10 +58,22 @@ from neuron_migrate.stat_index import (
     signature,
     signature_of,
 )
+from neuron_migrate.project.discover import SourcePath, sources_then_notebooks
+from neuron_migrate.report.json_report import (
+    around_findings,
+    framed,
+    json_chunks,
+    listed_rows,
+    opening,
+)
+from neuron_migrate.report.output import Sink
+from neuron_migrate.scan.engine import ScanSettings
+from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings, Kind
+from neuron_migrate.scan.scan_data import config_digest
 
 if TYPE_CHECKING:
-    from neuron_migrate.scanned import ScannedFile
-    from neuron_migrate.tree_watch import TreeWatch
+    from neuron_migrate.incremental.tree_watch import TreeWatch
+    from neuron_migrate.scan.scanned import ScannedFile
 
 # More changed files than this: a full scan, whose workers share the analysis.
 MAX_SPLICED_FILES = 32
@@ -327,7 +327,7 @@ def read_ahead(
 ) -> bool:
     """Read the snapshots at the `listed` paths ahead (each with the working folder its paths
     are relative to), unless read already and unchanged since; forget the others. With
-    `watch`, watch each one's tree (`neuron_migrate.tree_watch`), unless `stop` says to give
+    `watch`, watch each one's tree (`incremental.tree_watch`), unless `stop` says to give
     up meanwhile: then leave that snapshot for the next call, and return False."""
     kept: dict[str, _Ahead] = {}
     complete = True
@@ -359,7 +359,9 @@ def read_ahead(
 
 
 def _watched(snapshot: Snapshot, cwd: str, stop: Callable[[], bool] | None) -> "TreeWatch | None":
-    from neuron_migrate.tree_watch import TreeWatch  # ctypes: only a server's spare loads it
+    from neuron_migrate.incremental.tree_watch import (
+        TreeWatch,  # ctypes: only a server's spare loads it
+    )
 
     return TreeWatch.start(
         cwd,

@@ -6,7 +6,7 @@ tool version, unsafe fixes, and a digest of the rules (a rewrite reads no other 
 the file's path). The value, compressed, is what the run needs besides the file it read: the
 new source when the file changes, the outcomes, the diff's hunks when a run made them, and the
 error of a file that does not parse. An internal error (a bug in a transform) is not kept: that
-file is tried again. One SQLite file in the scan's cache folder (`neuron_migrate.cache`),
+file is tried again. One SQLite file in the scan's cache folder (`incremental.cache`),
 written only by the main process of a rewrite.
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from neuron_migrate import __version__
-from neuron_migrate.cache import MAX_QUERY_KEYS, cache_errors
-from neuron_migrate.codemod.results import Outcome
 from neuron_migrate.digests import cache_digest
+from neuron_migrate.incremental.cache import MAX_QUERY_KEYS, cache_errors
 from neuron_migrate.resources import digest_yaml, rules_dir
-from neuron_migrate.unified_diff import FORMAT as diff_format
+from neuron_migrate.rewrite.codemod.results import Outcome
+from neuron_migrate.rewrite.unified_diff import FORMAT as diff_format
 
 # Named by the layout of its entries: another layout is another file, never misread.
 _DB_NAME = "rewrite-results-v1.sqlite"

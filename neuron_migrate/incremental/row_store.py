@@ -88,7 +88,7 @@ Piece = bytes | memoryview | StoredBytes
 def coalesced(pieces: Iterable[Piece], separator: bytes) -> Iterator[Piece]:
     """`pieces`, where a `separator` lies between two stored pieces that are, with the
     separator, one run of a segment, as one stored piece: one copy instead of three writes.
-    The segment's writer guarantees what lies between (see `neuron_migrate.cache`)."""
+    The segment's writer guarantees what lies between (see `neuron_migrate.incremental.cache`)."""
     gap = len(separator)
     segment: Segment | None = None  # of the run of stored bytes not yet given
     start = length = 0

@@ -27,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from neuron_migrate.stat_index import Signature, signature_of
+from neuron_migrate.incremental.stat_index import Signature, signature_of
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4

@@ -1,6 +1,6 @@
 """The records a compatibility matrix is made of, and the queries on it.
 
-The records, and the matrix holding them, are named tuples (see `neuron_migrate.records` for why
+The records, and the matrix holding them, are named tuples (see `scan.records` for why
 not frozen dataclasses). All pickle across a process pool. No torch here.
 """
 

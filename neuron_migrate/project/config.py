@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from neuron_migrate.errors import DataFileError, NeuronMigrateError
-from neuron_migrate.findings import Finding
-from neuron_migrate.gate import parse_fail_on
+from neuron_migrate.scan.findings import Finding
+from neuron_migrate.scan.gate import parse_fail_on
 
 TABLE = "tool.neuron-migrate"
 _TOP_KEYS = ("target", "fail-on", "select", "ignore", "exclude", "baseline", "overrides")

@@ -66,7 +66,7 @@ def discover(
 ) -> Iterator[SourcePath]:
     """Source files under `root` (a file or a folder), in a stable, sorted order; Jupyter
     notebooks (`.ipynb`) too when `notebooks` is true (the scan reads them cell by cell, see
-    `neuron_migrate.notebook`). Each folder listed is added to `folders`, if given.
+    `neuron_migrate.project.notebook`). Each folder listed is added to `folders`, if given.
 
     Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
     broken or looping one is reported by the reader.

@@ -9,7 +9,7 @@ import os
 from codecs import BOM_UTF8
 from typing import NamedTuple
 
-from neuron_migrate.findings import FileError
+from neuron_migrate.scan.findings import FileError
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 

@@ -8,8 +8,8 @@ import csv
 import io
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
 from neuron_migrate.report.summary import baseline_state, sorted_findings
+from neuron_migrate.scan.findings import Finding
 
 COLUMNS = (
     "path",

@@ -13,7 +13,6 @@ from html import escape
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
@@ -22,6 +21,7 @@ from neuron_migrate.report.summary import (
     sorted_findings,
     summarize,
 )
+from neuron_migrate.scan.findings import Finding
 
 COLORS = {
     "unsupported": "#c62828",

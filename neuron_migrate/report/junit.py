@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
 from neuron_migrate.report.summary import location, sorted_findings, summarize
+from neuron_migrate.scan.findings import Finding
 
 
 def render_junit(report: ScanReport) -> str:

@@ -7,7 +7,6 @@ Tables are capped so the comment stays under the size limits of code-review site
 from __future__ import annotations
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
@@ -15,6 +14,7 @@ from neuron_migrate.report.summary import (
     sorted_findings,
     summarize,
 )
+from neuron_migrate.scan.findings import Finding
 
 MAX_ROWS = 100
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from neuron_migrate.row_store import StoredBytes
+from neuron_migrate.incremental.row_store import StoredBytes
 
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:

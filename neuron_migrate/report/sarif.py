@@ -18,7 +18,6 @@ from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
 from neuron_migrate.report import indented_json
 from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.report.summary import (
@@ -29,7 +28,8 @@ from neuron_migrate.report.summary import (
     summarize,
 )
 from neuron_migrate.ruleset import Rule, load_ruleset
-from neuron_migrate.suppressions import SuppressedFinding, Suppression
+from neuron_migrate.scan.findings import Finding
+from neuron_migrate.scan.suppressions import SuppressedFinding, Suppression
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "neuronMigrate/v1"

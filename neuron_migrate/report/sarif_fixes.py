@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuron_migrate.findings import Finding
+from neuron_migrate.scan.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,8 @@ def fixes_for(
             by_path[finding.path].append(finding)
     if not by_path:
         return {}
-    from neuron_migrate.rewrite_cache import NoRewriteCache, RewriteCache
-    from neuron_migrate.rewriter import rewrite_sources
+    from neuron_migrate.incremental.rewrite_cache import NoRewriteCache, RewriteCache
+    from neuron_migrate.rewrite.rewriter import rewrite_sources
 
     paths = sorted(by_path)
     sources = [(str(Path(base) / path), path) for path in paths]

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import STATUSES, Finding
+from neuron_migrate.scan.findings import STATUSES, Finding
 
 # Worst first: the order in which reports list statuses.
 STATUS_ORDER = ("unsupported", "cpu_fallback", "float64", "xla", "advice", "native")

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from neuron_migrate import __version__
-from neuron_migrate.verify import VerifyReport
+from neuron_migrate.verify.reconcile import VerifyReport
 
 SCHEMA_VERSION = "1.0"
 VERDICT_STYLE = {"confirmed": "green", "contradicted": "bold red", "not_exercised": "dim"}

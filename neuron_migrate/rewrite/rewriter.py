@@ -16,23 +16,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate import __version__
-from neuron_migrate.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
-from neuron_migrate.findings import FileError
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
-from neuron_migrate.rewrite_cache import (
+from neuron_migrate.incremental.rewrite_cache import (
     CachedRewrite,
     NoRewriteCache,
     RewriteCache,
     rewrite_key,
     settings_digest,
 )
+from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
+from neuron_migrate.project.source import decode, read_bytes, syntax_error
+from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.unified_diff import diff_header, unified_diff
 from neuron_migrate.ruleset import RuleSet, load_ruleset
-from neuron_migrate.source import decode, read_bytes, syntax_error
-from neuron_migrate.unified_diff import diff_header, unified_diff
+from neuron_migrate.scan.findings import FileError
 
 if TYPE_CHECKING:
-    from neuron_migrate.codemod.engine import SourceRewrite
+    from neuron_migrate.rewrite.codemod.engine import SourceRewrite
 
 SCHEMA_VERSION = 1
 
@@ -82,9 +82,9 @@ class FileRewrite:
 
 
 def rewrite_source(source: str, ruleset: RuleSet, *, unsafe: bool) -> "SourceRewrite":
-    """`neuron_migrate.codemod.engine.rewrite_source`, which loads libcst: imported by the first
+    """`rewrite.codemod.engine.rewrite_source`, which loads libcst: imported by the first
     file migrated, so that a run the cache answers never loads it."""
-    from neuron_migrate.codemod.engine import rewrite_source as migrated
+    from neuron_migrate.rewrite.codemod.engine import rewrite_source as migrated
 
     return migrated(source, ruleset, unsafe=unsafe)
 
@@ -158,9 +158,9 @@ def rewrite_data(
 def _rewrite_notebook(
     path: str, display: str, text: str, ruleset: RuleSet, *, unsafe: bool
 ) -> FileRewrite:
-    """A notebook's code cells migrated as one module (`neuron_migrate.notebook`): magics,
+    """A notebook's code cells migrated as one module (`neuron_migrate.project.notebook`): magics,
     outputs and the JSON layout are kept. Outcome lines are lines of that module."""
-    from neuron_migrate.notebook import NotebookError, transform_notebook
+    from neuron_migrate.project.notebook import NotebookError, transform_notebook
 
     outcomes: list[Outcome] = []
 

@@ -1,7 +1,7 @@
 """The rule records: what a rule matches, how it rewrites, and the examples that test it.
 
 Rules are named tuples holding only tuples and strings, so they hash, pickle across the process
-pool and compare by value (see `neuron_migrate.records` for why not frozen dataclasses).
+pool and compare by value (see `neuron_migrate.scan.records` for why not frozen dataclasses).
 """
 
 from typing import Literal, NamedTuple

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 import warnings
 
-from neuron_migrate.analyzer.classify import classify_sites
-from neuron_migrate.analyzer.sites import find_sites
-from neuron_migrate.findings import FileError, FileResult
-from neuron_migrate.scan_data import Context
-from neuron_migrate.source import syntax_error
+from neuron_migrate.project.source import syntax_error
+from neuron_migrate.scan.analyzer.classify import classify_sites
+from neuron_migrate.scan.analyzer.sites import find_sites
+from neuron_migrate.scan.findings import FileError, FileResult
+from neuron_migrate.scan.scan_data import Context
 
 
 def analyze_source(text: str, display: str, context: Context) -> FileResult:

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 from neuron_migrate import __version__
 from neuron_migrate.errors import DataFileError
-from neuron_migrate.findings import Finding
-from neuron_migrate.output import write_output
+from neuron_migrate.report.output import write_output
+from neuron_migrate.scan.findings import Finding
 
 KIND = "neuron-migrate-baseline"
 SCHEMA_VERSION = "1"

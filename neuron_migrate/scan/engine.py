@@ -12,16 +12,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from neuron_migrate.cache import NoCache, ResultCache, file_key
-from neuron_migrate.discover import SourcePath, may_hold_findings
-from neuron_migrate.findings import FileError
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
-from neuron_migrate.scan_data import Context, config_digest, context_for
-from neuron_migrate.scanned import ScannedFile, empty, prefiltered, scanned
-from neuron_migrate.source import DEFAULT_MAX_BYTES, decode, read_bytes
-from neuron_migrate.stat_index import EMPTY, PREFILTERED, StatIndex, Taken
-from neuron_migrate.stat_index import index_name as stat_index_name
-from neuron_migrate.suppressions import MARKER, parse_suppressions
+from neuron_migrate.incremental.cache import NoCache, ResultCache, file_key
+from neuron_migrate.incremental.stat_index import EMPTY, PREFILTERED, StatIndex, Taken
+from neuron_migrate.incremental.stat_index import index_name as stat_index_name
+from neuron_migrate.project.discover import SourcePath, may_hold_findings
+from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
+from neuron_migrate.scan.findings import FileError
+from neuron_migrate.scan.scan_data import Context, config_digest, context_for
+from neuron_migrate.scan.scanned import ScannedFile, empty, prefiltered, scanned
+from neuron_migrate.scan.suppressions import MARKER, parse_suppressions
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -38,7 +38,7 @@ class ScanSettings(NamedTuple):
 
 def _analyze_bytes(data: bytes, display: str, context: Context) -> ScannedFile:
     # The analyzer is imported here, not above: a re-scan the cache answers never loads it.
-    from neuron_migrate.analysis import analyze_source
+    from neuron_migrate.scan.analysis import analyze_source
 
     decoded = decode(data, display)
     if isinstance(decoded, FileError):

@@ -19,9 +19,9 @@ from array import array
 from collections.abc import Container, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
-from neuron_migrate.findings import Finding
-from neuron_migrate.records import Record
-from neuron_migrate.row_store import Piece, StoredBytes
+from neuron_migrate.incremental.row_store import Piece, StoredBytes
+from neuron_migrate.scan.findings import Finding
+from neuron_migrate.scan.records import Record
 
 # The encoder of `json.dumps(..., separators=(", ", ": "))`, built once instead of per row.
 _encode = json.JSONEncoder(separators=(", ", ": "), check_circular=False).encode

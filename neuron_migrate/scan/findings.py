@@ -1,7 +1,7 @@
 """The plain records that flow from the engine to the reports: findings and per-file errors.
 
 They pickle across the process pool and serialise to JSON. They are named tuples, not frozen
-dataclasses: see `neuron_migrate.records` for why.
+dataclasses: see `neuron_migrate.scan.records` for why.
 """
 
 from collections.abc import Mapping

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from neuron_migrate.errors import UsageError
-from neuron_migrate.findings import Finding
+from neuron_migrate.scan.findings import Finding
 
 # Each --fail-on value and the finding statuses it fails on.
 FAIL_ON: dict[str, frozenset[str]] = {

@@ -1,20 +1,20 @@
-"""Scanning one notebook: its code cells become one module (`neuron_migrate.notebook`), the
+"""Scanning one notebook: its code cells become one module (`neuron_migrate.project.notebook`), the
 engine analyses it like any source file, and every finding is moved back to its cell and line."""
 
 from __future__ import annotations
 
 import re
 
-from neuron_migrate.analysis import analyze_source
-from neuron_migrate.cache import NoCache, ResultCache, file_key
-from neuron_migrate.discover import SourcePath, may_hold_findings
-from neuron_migrate.engine import ScanSettings
-from neuron_migrate.findings import FileError, FileResult, Finding
-from neuron_migrate.notebook import NotebookError, SplitNotebook, split_notebook
-from neuron_migrate.scan_data import config_digest
-from neuron_migrate.scanned import ScannedFile, empty, prefiltered, scanned
-from neuron_migrate.source import read_bytes
-from neuron_migrate.suppressions import Suppression, parse_suppressions
+from neuron_migrate.incremental.cache import NoCache, ResultCache, file_key
+from neuron_migrate.project.discover import SourcePath, may_hold_findings
+from neuron_migrate.project.notebook import NotebookError, SplitNotebook, split_notebook
+from neuron_migrate.project.source import read_bytes
+from neuron_migrate.scan.analysis import analyze_source
+from neuron_migrate.scan.engine import ScanSettings
+from neuron_migrate.scan.findings import FileError, FileResult, Finding
+from neuron_migrate.scan.scan_data import config_digest
+from neuron_migrate.scan.scanned import ScannedFile, empty, prefiltered, scanned
+from neuron_migrate.scan.suppressions import Suppression, parse_suppressions
 
 _AT_LINE = re.compile(r"\bat line (\d+)")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from neuron_migrate.file_findings import FileFindings
-from neuron_migrate.findings import FileError, FileResult
-from neuron_migrate.records import Record
-from neuron_migrate.suppressions import SuppressedFinding, Suppression, apply_suppressions
+from neuron_migrate.scan.file_findings import FileFindings
+from neuron_migrate.scan.findings import FileError, FileResult
+from neuron_migrate.scan.records import Record
+from neuron_migrate.scan.suppressions import SuppressedFinding, Suppression, apply_suppressions
 
 
 class ScannedFile(Record):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple
 
-from neuron_migrate.findings import Finding
+from neuron_migrate.scan.findings import Finding
 
 Kind = Literal["ignore", "fixme"]
 KINDS: tuple[str, ...] = ("ignore", "fixme")

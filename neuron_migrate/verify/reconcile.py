@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.findings import Finding
+from neuron_migrate.scan.findings import Finding
 
 VERIFIABLE_CATEGORIES = frozenset({"op", "dtype", "namespace", "memory_format", "compile"})
 _RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
@@ -342,7 +342,8 @@ def verify(
 
     This executes `command` by design.
     """
-    from neuron_migrate import api, runner
+    from neuron_migrate import api
+    from neuron_migrate.verify import runner
 
     scan_fail_on = tuple(v for v in fail_on if v != "contradiction")
     scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)

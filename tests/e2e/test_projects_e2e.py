@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, runner
-from neuron_migrate.rewriter import RewriteSummary, rewrite_tree, write_atomically
-from neuron_migrate.verify import reconcile
+from neuron_migrate import api
+from neuron_migrate.rewrite.rewriter import RewriteSummary, rewrite_tree, write_atomically
+from neuron_migrate.verify import runner
+from neuron_migrate.verify.reconcile import reconcile
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.baseline import load_baseline
 from neuron_migrate.errors import DataFileError
+from neuron_migrate.scan.baseline import load_baseline
 from tests.cli import invoke
 
 LEGACY = """import torch_xla.core.xla_model as xm

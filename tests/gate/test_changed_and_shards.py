@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.shard import in_shard, parse_shard, shard_of
+from neuron_migrate.scan.shard import in_shard, parse_shard, shard_of
 from tests.cli import invoke
 
 XLA = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.config import find_config, load_config
 from neuron_migrate.errors import DataFileError
+from neuron_migrate.project.config import find_config, load_config
 from tests.cli import invoke
 
 XLA = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\nxm.mark_step()\n"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from neuron_migrate.findings import Finding
-from neuron_migrate.suppressions import apply_suppressions, parse_suppressions
+from neuron_migrate.scan.findings import Finding
+from neuron_migrate.scan.suppressions import apply_suppressions, parse_suppressions
 from tests.cli import invoke
 
 SOURCE = """import torch

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.baseline import Baseline
-from neuron_migrate.config import PathRule, Policy
-from neuron_migrate.file_findings import group_by_file
-from neuron_migrate.findings import FileError, Finding
-from neuron_migrate.gate import parse_fail_on
-from neuron_migrate.suppressions import SuppressedFinding, Suppression
+from neuron_migrate.project.config import PathRule, Policy
+from neuron_migrate.scan.baseline import Baseline
+from neuron_migrate.scan.file_findings import group_by_file
+from neuron_migrate.scan.findings import FileError, Finding
+from neuron_migrate.scan.gate import parse_fail_on
+from neuron_migrate.scan.suppressions import SuppressedFinding, Suppression
 
 ROOT = "/home/someone/project/src"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.notebook import (
+from neuron_migrate.project.notebook import (
     MAGIC_PLACEHOLDER,
     NotebookError,
     cell_sources,

@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 
 from neuron_migrate import api
-from neuron_migrate.findings import Finding
 from neuron_migrate.report.sarif import sarif_log
 from neuron_migrate.report.sarif_fixes import Hunk, hunks, touched_hunks
-from neuron_migrate.rewriter import rewrite_file
+from neuron_migrate.rewrite.rewriter import rewrite_file
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.findings import Finding
 from tests.migrations import counted_migrations
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from neuron_migrate.codemod import targets
-from neuron_migrate.codemod.engine import RewriteFailed, rewrite_source
-from neuron_migrate.rewriter import rewrite_file, write_atomically
+from neuron_migrate.rewrite.codemod import targets
+from neuron_migrate.rewrite.codemod.engine import RewriteFailed, rewrite_source
+from neuron_migrate.rewrite.rewriter import rewrite_file, write_atomically
 from neuron_migrate.ruleset import load_ruleset
 
 
@@ -37,7 +37,7 @@ def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("transform bug")
 
-    monkeypatch.setattr("neuron_migrate.rewriter.rewrite_source", boom)
+    monkeypatch.setattr("neuron_migrate.rewrite.rewriter.rewrite_source", boom)
     result = rewrite_file(str(path), "a.py", load_ruleset(), unsafe=False)
     assert result.error is not None and result.error.kind == "internal"
     assert "transform bug" in result.error.reason

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.analyzer.sites import find_sites
-from neuron_migrate.codemod.engine import rewrite_source
-from neuron_migrate.codemod.markers import TODO_PREFIX
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.markers import TODO_PREFIX
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.analyzer.sites import find_sites
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
 CASES = sorted(p.name.removesuffix(".in.py") for p in FIXTURES.glob("*.in.py"))

@@ -3,7 +3,7 @@ order, `torch.distributed` after the last torch import."""
 
 from __future__ import annotations
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 SOURCE = """import argparse
 import sys

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import rewriter
-from neuron_migrate.rewriter import rewrite_tree
+from neuron_migrate.rewrite import rewriter
+from neuron_migrate.rewrite.rewriter import rewrite_tree
 from neuron_migrate.ruleset import load_ruleset
 from tests.cli import invoke
 from tests.rewrite.projects import FIXTURES, fixture_project

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 SOURCE = """\
 import torch_xla.core.xla_model as xm

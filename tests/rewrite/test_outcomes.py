@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 XM = "import torch_xla.core.xla_model as xm\n\n"
 

@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from neuron_migrate.analyzer.sites import find_sites
-from neuron_migrate.codemod import engine, skeleton
-from neuron_migrate.codemod.engine import rewrite_source
-from neuron_migrate.codemod.passes import INERT
-from neuron_migrate.codemod.positions import printed
-from neuron_migrate.codemod.sites_index import SiteIndex
-from neuron_migrate.codemod.spansets import SourceText, SpanSet
+from neuron_migrate.rewrite.codemod import engine, skeleton
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.passes import INERT
+from neuron_migrate.rewrite.codemod.positions import printed
+from neuron_migrate.rewrite.codemod.sites_index import SiteIndex
+from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.analyzer.sites import find_sites
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SOURCES = sorted(FIXTURES.glob("**/*.py"))

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 XR = "import torch_xla.runtime as xr\n\n"
 RANK = "dist.get_rank() if dist.is_initialized() else 0"

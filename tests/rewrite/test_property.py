@@ -9,9 +9,9 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.analyzer.sites import find_sites
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.analyzer.sites import find_sites
 
 HEADER = """\
 import torch

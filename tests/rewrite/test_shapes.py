@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
 
 XM = "import torch_xla.core.xla_model as xm\n\n"

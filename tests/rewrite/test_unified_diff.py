@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.unified_diff import NO_NEWLINE, lines, unified_diff
+from neuron_migrate.rewrite.unified_diff import NO_NEWLINE, lines, unified_diff
 from tests.cli import invoke
 
 GIT = shutil.which("git")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
-from neuron_migrate.codemod.targets import known_transforms
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.resources import rules_dir
+from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
+from neuron_migrate.rewrite.codemod.targets import known_transforms
 from neuron_migrate.ruleset import RuleSet, load_rules, load_ruleset
 
 GOOD = """\

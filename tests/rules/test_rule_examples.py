@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
 
 RULES = load_ruleset().rules

@@ -1,7 +1,7 @@
 """Helpers for the runtime tests: run a script under the simulated device and read its trace.
 
 The device is installed process-wide at `import torch`, so every test runs its script in a
-fresh process through `neuron_migrate.runner`, exactly as `neuron-migrate run` does.
+fresh process through `neuron_migrate.verify.runner`, exactly as `neuron-migrate run` does.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate import runner
+from neuron_migrate.verify import runner
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
 

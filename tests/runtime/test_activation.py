@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import runner
 from neuron_migrate.errors import UnknownTargetError, UsageError
+from neuron_migrate.verify import runner
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
 

@@ -102,8 +102,8 @@ def test_a_failed_cache_write_commits_nothing_and_says_where(
     import errno
     import sqlite3
 
-    from neuron_migrate import cache
     from neuron_migrate.errors import CacheError
+    from neuron_migrate.incremental import cache
 
     (tmp_path / "a.py").write_text(GOOD)
     folder = tmp_path / "cache"

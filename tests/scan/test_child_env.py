@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from neuron_migrate import api
-from neuron_migrate.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 SOURCE = textwrap.dedent(
     """\

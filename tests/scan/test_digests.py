@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from neuron_migrate.digests import cache_digest, sha256
-from neuron_migrate.findings import fingerprint
-from neuron_migrate.shard import shard_of
+from neuron_migrate.scan.findings import fingerprint
+from neuron_migrate.scan.shard import shard_of
 
 
 def test_sha256_is_hashlibs() -> None:

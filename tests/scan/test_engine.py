@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, engine
-from neuron_migrate.discover import may_hold_findings
+from neuron_migrate import api
+from neuron_migrate.project.discover import may_hold_findings
+from neuron_migrate.scan import engine
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -79,8 +80,8 @@ def test_analysis_leaves_no_reference_cycles() -> None:
     analysing a file leaves no cyclic garbage behind."""
     import gc
 
-    from neuron_migrate.engine import ScanSettings, _analyze_bytes
     from neuron_migrate.matrix import newest_version
+    from neuron_migrate.scan.engine import ScanSettings, _analyze_bytes
 
     context = ScanSettings(newest_version()).context()
     sources = sorted(FIXTURES.rglob("*.py"))
@@ -140,8 +141,8 @@ def test_collecting_less_restores_the_collector_once_the_outermost_block_ends() 
 def test_a_cached_result_reads_back_equal_to_the_analysed_one(tmp_path: Path) -> None:
     """Every field of a result survives the cache: findings, suppressed and unused
     suppressions, unmapped APIs, errors and skips."""
-    from neuron_migrate.cache import ResultCache
-    from neuron_migrate.engine import ScanSettings, _analyze_bytes
+    from neuron_migrate.incremental.cache import ResultCache
+    from neuron_migrate.scan.engine import ScanSettings, _analyze_bytes
 
     suppressing = (
         "import torch_xla.core.xla_model as xm\n"
@@ -169,7 +170,7 @@ def test_a_cached_result_reads_back_equal_to_the_analysed_one(tmp_path: Path) ->
 
 def test_files_are_found_in_the_order_of_their_display_paths(tmp_path: Path) -> None:
     """The report's order: the cache then holds consecutive files' rows one after another."""
-    from neuron_migrate.discover import discover
+    from neuron_migrate.project.discover import discover
 
     for path in ("b.py", "b/c.py", "ba.py", "a.py", "b/a/z.py", "b.x/q.py", "B.py", "b-/d.py"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)

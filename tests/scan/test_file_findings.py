@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from neuron_migrate.file_findings import (
+from neuron_migrate.scan.file_findings import (
     ROW_SEPARATOR,
     FileFindings,
     finding_row,
@@ -15,7 +15,7 @@ from neuron_migrate.file_findings import (
     run_tail,
     with_run_keys,
 )
-from neuron_migrate.findings import Finding
+from neuron_migrate.scan.findings import Finding
 
 
 def _finding(line: int, code: str = "NM101", **kw: object) -> Finding:
@@ -136,7 +136,7 @@ def test_where_recounts_the_kinds_kept() -> None:
 
 
 def test_packed_integers_are_little_endian_on_any_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from neuron_migrate import file_findings
+    from neuron_migrate.scan import file_findings
 
     assert file_findings._packed("H", [1, 258]) == b"\x01\x00\x02\x01"
     assert list(file_findings._unpacked("Q", file_findings._packed("Q", [7, 2**40]))) == [7, 2**40]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.errors import UsageError
-from neuron_migrate.gate import FAIL_ON, parse_fail_on
+from neuron_migrate.scan.gate import FAIL_ON, parse_fail_on
 from tests.scan.cli_helpers import run_cli
 
 XLA_ONLY = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"

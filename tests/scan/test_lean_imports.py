@@ -7,7 +7,7 @@ import ast
 import time
 from pathlib import Path
 
-from neuron_migrate.stat_index import SETTLED_NS
+from neuron_migrate.incremental.stat_index import SETTLED_NS
 from tests.loaded_modules import loaded_modules
 
 HEAVY = (
@@ -16,7 +16,7 @@ HEAVY = (
     "rich",
     "tomllib",
     "multiprocessing",
-    "neuron_migrate.analysis",
+    "neuron_migrate.scan.analysis",
     "dataclasses",
     "inspect",
 )
@@ -36,8 +36,8 @@ def test_a_warm_rescan_loads_no_analysis_and_an_edit_no_yaml(tmp_path: Path) -> 
     assert _loaded(*scan) == []
     (tree / "m0.py").write_text("import torch_xla.core.xla_model as xm\nxm.xla_device()\n")
     # One file to analyse: in this process, from the data snapshot; no YAML, no pool, and no
-    # dataclass defined on the way (`neuron_migrate.records`).
-    assert _loaded(*scan) == ["neuron_migrate.analysis"]
+    # dataclass defined on the way (`neuron_migrate.scan.records`).
+    assert _loaded(*scan) == ["neuron_migrate.scan.analysis"]
 
 
 def test_rescans_of_a_settled_tree_load_neither_openssl_nor_sqlite_for_nothing(
@@ -63,7 +63,7 @@ def test_rescans_of_a_settled_tree_load_neither_openssl_nor_sqlite_for_nothing(
 
 def test_modules_that_define_named_tuples_evaluate_their_annotations() -> None:
     # String annotations (PEP 563) make `typing.NamedTuple` compile one ForwardRef per field
-    # (`neuron_migrate.records`).
+    # (`neuron_migrate.scan.records`).
     package = Path(__file__).resolve().parents[2] / "neuron_migrate"
     postponed = []
     for path in sorted(package.rglob("*.py")):

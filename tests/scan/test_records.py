@@ -1,4 +1,4 @@
-"""The slotted records (`neuron_migrate.records`): compared, printed and pickled as the
+"""The slotted records (`neuron_migrate.scan.records`): compared, printed and pickled as the
 dataclasses they replace were."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pickle
 
 import pytest
 
-from neuron_migrate.file_findings import FileFindings
-from neuron_migrate.findings import FileError, Finding
-from neuron_migrate.scanned import ScannedFile
+from neuron_migrate.scan.file_findings import FileFindings
+from neuron_migrate.scan.findings import FileError, Finding
+from neuron_migrate.scan.scanned import ScannedFile
 
 
 def _finding(line: int) -> Finding:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.file_findings import ROW_SEPARATOR
-from neuron_migrate.output import Chunk, Sink
-from neuron_migrate.report_prefix import PrefixWriter, Rows, Stored, row_runs
-from neuron_migrate.row_store import Piece, Segment, StoredBytes, after
+from neuron_migrate.incremental.report_prefix import PrefixWriter, Rows, Stored, row_runs
+from neuron_migrate.incremental.row_store import Piece, Segment, StoredBytes, after
+from neuron_migrate.report.output import Chunk, Sink
+from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 
 ROWS = [b'{"a": 1}', b'{"b": 2}', b'{"c": 3}', b'{"d": 4}']
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate import api
-from neuron_migrate.baseline import Baseline
-from neuron_migrate.config import Config, PathRule, Policy
+from neuron_migrate.project.config import Config, PathRule, Policy
 from neuron_migrate.report.json_report import render_json
 from neuron_migrate.report.summary import baseline_state
+from neuron_migrate.scan.baseline import Baseline
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -107,7 +107,7 @@ def test_a_broken_data_snapshot_is_rebuilt(tmp_path: Path) -> None:
     (snapshot,) = cache.glob("data-*.pickle")
     snapshot.write_bytes(b"\x80truncated")
     (tree / "new.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
-    from neuron_migrate.scan_data import context_for, header_for
+    from neuron_migrate.scan.scan_data import context_for, header_for
 
     context_for.cache_clear()
     header_for.cache_clear()
@@ -119,7 +119,7 @@ def test_a_broken_data_snapshot_is_rebuilt(tmp_path: Path) -> None:
 def test_a_rescan_the_cache_answers_loads_no_analyzer(tmp_path: Path) -> None:
     tree, cache = _tree(tmp_path), tmp_path / "cache"
     api.scan(tree, jobs=1, cache_dir=cache)
-    heavy = ("yaml", "neuron_migrate.analysis", "neuron_migrate.analyzer.classify")
+    heavy = ("yaml", "neuron_migrate.scan.analysis", "neuron_migrate.scan.analyzer.classify")
     probe = (
         "import sys; from pathlib import Path; from neuron_migrate import api; "
         f"r = api.scan(Path({str(tree)!r}), jobs=2, cache_dir=Path({str(cache)!r})); "

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, report_prefix, report_snapshot, stat_index
+from neuron_migrate import api
 from neuron_migrate.api import ScanPlan, ScanReport
-from neuron_migrate.discover import SourcePath
+from neuron_migrate.incremental import report_prefix, report_snapshot, stat_index
+from neuron_migrate.project.discover import SourcePath
 from tests.cli import invoke
 from tests.report.test_notebooks import notebook_text
 
@@ -465,7 +466,7 @@ def test_a_watched_tree_stats_only_the_files_it_saw_change(
 ) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("inotify is Linux's")
-    from neuron_migrate import tree_watch
+    from neuron_migrate.incremental import tree_watch
 
     if tree_watch.filesystem_type(str(tmp_path)) not in tree_watch.LOCAL_FILESYSTEMS:
         pytest.skip("the temporary folder is not on a filesystem the watch trusts")
@@ -501,7 +502,7 @@ def test_a_read_ahead_that_gives_up_watching_leaves_the_snapshot_for_next_time(
 ) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("inotify is Linux's")
-    from neuron_migrate import tree_watch
+    from neuron_migrate.incremental import tree_watch
 
     monkeypatch.setattr(tree_watch, "_ASK_EVERY", 1)  # asked at once, as on a large tree
     tree, cache = _tree(tmp_path), tmp_path / "cache"

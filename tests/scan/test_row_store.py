@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, cache, row_store
-from neuron_migrate.file_findings import ROW_SEPARATOR
-from neuron_migrate.row_store import Segment, StoredBytes, coalesced
+from neuron_migrate import api
+from neuron_migrate.incremental import cache, row_store
+from neuron_migrate.incremental.row_store import Segment, StoredBytes, coalesced
+from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SEP = ROW_SEPARATOR

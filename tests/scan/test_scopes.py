@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from neuron_migrate.analyzer.scopes import NameModel
-from neuron_migrate.analyzer.sites import find_sites
+from neuron_migrate.scan.analyzer.scopes import NameModel
+from neuron_migrate.scan.analyzer.sites import find_sites
 
 
 def _calls(source: str) -> dict[int, str]:

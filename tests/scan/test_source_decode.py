@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_migrate import source
-from neuron_migrate.source import decode
+from neuron_migrate.project import source
+from neuron_migrate.project.source import decode
 
 SAMPLES = [
     b"",

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import api, engine, stat_index
-from neuron_migrate.findings import FileError
-from neuron_migrate.source import read_bytes
+from neuron_migrate import api
+from neuron_migrate.incremental import stat_index
+from neuron_migrate.project.source import read_bytes
+from neuron_migrate.scan import engine
+from neuron_migrate.scan.findings import FileError
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 XLA = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"

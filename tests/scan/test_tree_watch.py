@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import tree_watch
-from neuron_migrate.stat_index import signature_of
-from neuron_migrate.tree_watch import IN_CREATE, IN_MODIFY, IN_Q_OVERFLOW, TreeWatch, events
+from neuron_migrate.incremental import tree_watch
+from neuron_migrate.incremental.stat_index import signature_of
+from neuron_migrate.incremental.tree_watch import (
+    IN_CREATE,
+    IN_MODIFY,
+    IN_Q_OVERFLOW,
+    TreeWatch,
+    events,
+)
 
 FILES = ("a.py", "pkg/b.py", "pkg/c.py", "pkg/sub/d.py")
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import tree_watch
+from neuron_migrate.incremental import tree_watch
+from neuron_migrate.incremental.server import zygote
+from neuron_migrate.incremental.server.client import NO_SERVER_ENV
+from neuron_migrate.incremental.server.location import Location
+from neuron_migrate.incremental.stat_index import SETTLED_NS
 from neuron_migrate.resources import rules_dir
-from neuron_migrate.server import zygote
-from neuron_migrate.server.client import NO_SERVER_ENV
-from neuron_migrate.server.location import Location
-from neuron_migrate.stat_index import SETTLED_NS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 XLA = "import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\nxm.mark_step()\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate import api
-from neuron_migrate.verify import reconcile, runs_later
+from neuron_migrate.verify.reconcile import reconcile, runs_later
 
 SOURCE = """import torch
 

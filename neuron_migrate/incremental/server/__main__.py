@@ -1,15 +1,15 @@
-"""`python -m neuron_migrate.server [--idle-timeout S]`: the process `server start` detaches."""
+"""`python -m neuron_migrate.incremental.server [--idle-timeout S]`: the detached server."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from neuron_migrate.server.zygote import DEFAULT_IDLE_TIMEOUT_S, AlreadyRunning, serve
+from neuron_migrate.incremental.server.zygote import DEFAULT_IDLE_TIMEOUT_S, AlreadyRunning, serve
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m neuron_migrate.server")
+    parser = argparse.ArgumentParser(prog="python -m neuron_migrate.incremental.server")
     parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
     args = parser.parse_args()
     try:

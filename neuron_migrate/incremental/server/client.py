@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from neuron_migrate.server.location import Location, location, private
+from neuron_migrate.incremental.server.location import Location, location, private
 
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def connect(where: Location) -> socket.socket | None:
         return None
     import socket
 
-    from neuron_migrate.server.protocol import peer_is_this_user
+    from neuron_migrate.incremental.server.protocol import peer_is_this_user
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -68,7 +68,11 @@ def connect(where: Location) -> socket.socket | None:
 
 def ask(kind: bytes) -> dict[str, Any] | None:
     """The server's answer to PING or STOP: a dict of what it is; None when none runs."""
-    from neuron_migrate.server.protocol import ProtocolError, receive_reply, send_request
+    from neuron_migrate.incremental.server.protocol import (
+        ProtocolError,
+        receive_reply,
+        send_request,
+    )
 
     if os.name != "posix":
         return None
@@ -87,7 +91,7 @@ def ask(kind: bytes) -> dict[str, Any] | None:
 def _run(sock: socket.socket, words: list[str], streams: list[tuple[str, str]]) -> int | None:
     import signal
 
-    from neuron_migrate.server.protocol import (
+    from neuron_migrate.incremental.server.protocol import (
         EXITED,
         RUN,
         STARTED,

@@ -17,10 +17,10 @@ stays spare; it answers STOP, and RUN when a module the server loaded or a bundl
 changed on disk since it started (STALE), and the server stops. A spare dies with the server
 (on Linux, even a killed one); a command it took runs to its end.
 
-Each command adds the JSON report snapshots it used (`neuron_migrate.report_snapshot`) to a
+Each command adds the JSON report snapshots it used (`incremental.report_snapshot`) to a
 list beside the socket; a spare that waits reads the listed ones ahead whenever the list
 changes, so that the next re-scan of the same tree need not read its snapshot, and on Linux
-watches their trees (`neuron_migrate.tree_watch`), so that it need not stat every file either.
+watches their trees (`incremental.tree_watch`), so that it need not stat every file either.
 """
 
 import contextlib
@@ -40,10 +40,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from neuron_migrate import __version__, report_snapshot
+from neuron_migrate import __version__
 from neuron_migrate.cli import exit_code
-from neuron_migrate.server.location import Location, location, make_private
-from neuron_migrate.server.protocol import (
+from neuron_migrate.incremental import report_snapshot
+from neuron_migrate.incremental.server.location import Location, location, make_private
+from neuron_migrate.incremental.server.protocol import (
     EXITED,
     INFO,
     PING,
@@ -56,7 +57,7 @@ from neuron_migrate.server.protocol import (
     receive_request,
     send_reply,
 )
-from neuron_migrate.stat_index import Signature, signature
+from neuron_migrate.incremental.stat_index import Signature, signature
 
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
 _REQUEST_TIMEOUT_S = 5.0  # for a client to send its whole request
@@ -409,14 +410,12 @@ def _warm_up(scratch: Path) -> list[str]:
     """Run what the served commands run, once, over a sample in `scratch`, with no output
     anywhere; the command that re-scans it (what a spare runs)."""
     from neuron_migrate.matrix.versions import available_versions
-    from neuron_migrate.scan_data import preload
+    from neuron_migrate.scan.scan_data import preload
 
     preload(available_versions())
     import ctypes  # noqa: F401  (for the spares: `_on_parent_death`)
 
     # What a rewrite worker loads (libcst), and what a spare's watches load.
-    import neuron_migrate.codemod.engine
-    import neuron_migrate.tree_watch  # noqa: F401
 
     root = scratch / "sample"
     root.mkdir()

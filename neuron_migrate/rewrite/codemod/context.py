@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from neuron_migrate.codemod.names import dotted
-from neuron_migrate.codemod.outline import Imported
-from neuron_migrate.codemod.passes import Visitor
-from neuron_migrate.codemod.results import Outcome
-from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
+from neuron_migrate.rewrite.codemod.names import dotted
+from neuron_migrate.rewrite.codemod.outline import Imported
+from neuron_migrate.rewrite.codemod.passes import Visitor
+from neuron_migrate.rewrite.codemod.results import Outcome
+from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.ruleset import Rule
 
 Span = tuple[int, int, int, int]

@@ -5,17 +5,21 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from neuron_migrate.analyzer.sites import find_sites
-from neuron_migrate.codemod import transforms  # noqa: F401  (registers the transforms)
-from neuron_migrate.codemod.context import FileContext, beside_plain_steps, module_bindings
-from neuron_migrate.codemod.imports import add_imports_and_helpers, clean_imports, own_helpers
-from neuron_migrate.codemod.output import Printer, printed_checked
-from neuron_migrate.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.codemod.sites_index import SiteIndex
-from neuron_migrate.codemod.skeleton import parse_printed
-from neuron_migrate.codemod.spansets import SourceText
-from neuron_migrate.codemod.transformer import RuleTransformer
+from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
+from neuron_migrate.rewrite.codemod.context import FileContext, beside_plain_steps, module_bindings
+from neuron_migrate.rewrite.codemod.imports import (
+    add_imports_and_helpers,
+    clean_imports,
+    own_helpers,
+)
+from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
+from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.codemod.sites_index import SiteIndex
+from neuron_migrate.rewrite.codemod.skeleton import parse_printed
+from neuron_migrate.rewrite.codemod.spansets import SourceText
+from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
+from neuron_migrate.scan.analyzer.sites import find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
 

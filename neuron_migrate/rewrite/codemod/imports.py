@@ -15,17 +15,26 @@ from typing import Literal
 
 import libcst as cst
 
-from neuron_migrate.codemod.context import FileContext, module_bindings
-from neuron_migrate.codemod.markers import NOTE_PREFIX, TODO_PREFIX, HeaderComments, with_comments
-from neuron_migrate.codemod.names import NameCount, dotted
-from neuron_migrate.codemod.outline import Imported
-from neuron_migrate.codemod.output import Printer
-from neuron_migrate.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
-from neuron_migrate.codemod.positions import Extent
-from neuron_migrate.codemod.skeleton import OpaqueCompound, OpaqueStatement
-from neuron_migrate.codemod.spansets import SourceText, SpanSet
-from neuron_migrate.codemod.statements import StatementCleanup, deleted, strip_leading_blanks
-from neuron_migrate.codemod.transforms.launch import (
+from neuron_migrate.rewrite.codemod.context import FileContext, module_bindings
+from neuron_migrate.rewrite.codemod.markers import (
+    NOTE_PREFIX,
+    TODO_PREFIX,
+    HeaderComments,
+    with_comments,
+)
+from neuron_migrate.rewrite.codemod.names import NameCount, dotted
+from neuron_migrate.rewrite.codemod.outline import Imported
+from neuron_migrate.rewrite.codemod.output import Printer
+from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
+from neuron_migrate.rewrite.codemod.positions import Extent
+from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
+from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
+from neuron_migrate.rewrite.codemod.statements import (
+    StatementCleanup,
+    deleted,
+    strip_leading_blanks,
+)
+from neuron_migrate.rewrite.codemod.transforms.launch import (
     DEVICE_LOADER,
     DEVICE_LOADER_SOURCE,
     DEVICE_LOADER_SPARE,

@@ -21,8 +21,8 @@ from typing import Any
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the printer libcst's own providers extend
 
-from neuron_migrate.codemod.passes import INERT
-from neuron_migrate.codemod.recorded_printing import emit, note_extent
+from neuron_migrate.rewrite.codemod.passes import INERT
+from neuron_migrate.rewrite.codemod.recorded_printing import emit, note_extent
 
 Span = tuple[int, int, int, int]
 Extent = tuple[int, int, int, int]  # as a span, whitespace included

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 if TYPE_CHECKING:
-    from neuron_migrate.codemod.positions import Recording
+    from neuron_migrate.rewrite.codemod.positions import Recording
 
 _DEFAULT = cst.MaybeSentinel.DEFAULT
 _SIMPLE_WHITESPACE = cst.SimpleWhitespace

@@ -1,6 +1,6 @@
 """The analyzer's sites, keyed by the spans the codemod meets while walking the libcst tree.
 
-Sites come from `neuron_migrate.analyzer.sites.find_sites`, the one name resolution the scan also
+Sites come from `scan.analyzer.sites.find_sites`, the one name resolution the scan also
 uses; each carries the span of its node, so the codemod never resolves a name itself.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.analyzer.sites import Site
 from neuron_migrate.ruleset import Rule, RuleSet
+from neuron_migrate.scan.analyzer.sites import Site
 
 Span = tuple[int, int, int, int]
 

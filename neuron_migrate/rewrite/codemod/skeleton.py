@@ -18,9 +18,9 @@ from typing import Any
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from neuron_migrate.codemod.outline import Cut, Headers, OutlineError, outline
-from neuron_migrate.codemod.positions import Printed, Recording, printed
-from neuron_migrate.codemod.recorded_printing import HANDLERS, emit, note_extent
+from neuron_migrate.rewrite.codemod.outline import Cut, Headers, OutlineError, outline
+from neuron_migrate.rewrite.codemod.positions import Printed, Recording, printed
+from neuron_migrate.rewrite.codemod.recorded_printing import HANDLERS, emit, note_extent
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.codemod.passes import Transformer
+from neuron_migrate.rewrite.codemod.passes import Transformer
 
 
 class DeletedStatement(cst.SimpleStatementLine):

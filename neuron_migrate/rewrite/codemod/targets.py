@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from neuron_migrate.analyzer.sites import Site
-from neuron_migrate.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.sites import Site
 
 NewStatement = cst.BaseStatement | cst.BaseSmallStatement
 CallEdit = Callable[[cst.Call], cst.BaseExpression]

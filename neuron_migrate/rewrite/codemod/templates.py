@@ -15,8 +15,8 @@ from typing import Any
 
 import libcst as cst
 
-from neuron_migrate.codemod.context import FileContext, root_names
-from neuron_migrate.codemod.passes import Transformer
+from neuron_migrate.rewrite.codemod.context import FileContext, root_names
+from neuron_migrate.rewrite.codemod.passes import Transformer
 from neuron_migrate.ruleset import Rewrite
 
 _HOLE = re.compile(r"\{(\w+)\}")

@@ -14,24 +14,29 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from neuron_migrate.codemod import targets
-from neuron_migrate.codemod.context import FileContext, Span
-from neuron_migrate.codemod.markers import HeaderComments, note_text, todo_text, with_comments
-from neuron_migrate.codemod.names import children
-from neuron_migrate.codemod.passes import (
+from neuron_migrate.rewrite.codemod import targets
+from neuron_migrate.rewrite.codemod.context import FileContext, Span
+from neuron_migrate.rewrite.codemod.markers import (
+    HeaderComments,
+    note_text,
+    todo_text,
+    with_comments,
+)
+from neuron_migrate.rewrite.codemod.names import children
+from neuron_migrate.rewrite.codemod.passes import (
     INERT,
     STATEMENTS,
     PrunedTransformer,
     Transformer,
     hook_of,
 )
-from neuron_migrate.codemod.positions import Extent, Printed
-from neuron_migrate.codemod.results import Outcome
-from neuron_migrate.codemod.sites_index import RuledSite, SiteIndex
-from neuron_migrate.codemod.spansets import SpanSet
-from neuron_migrate.codemod.statements import DeletedStatement, StatementCleanup, deleted
-from neuron_migrate.codemod.targets import CallTarget, LiteralTarget, StatementTarget
-from neuron_migrate.codemod.templates import apply_template, parenthesize
+from neuron_migrate.rewrite.codemod.positions import Extent, Printed
+from neuron_migrate.rewrite.codemod.results import Outcome
+from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex
+from neuron_migrate.rewrite.codemod.spansets import SpanSet
+from neuron_migrate.rewrite.codemod.statements import DeletedStatement, StatementCleanup, deleted
+from neuron_migrate.rewrite.codemod.targets import CallTarget, LiteralTarget, StatementTarget
+from neuron_migrate.rewrite.codemod.templates import apply_template, parenthesize
 
 # Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
 _TIGHT_PARENTS = (

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from neuron_migrate.analyzer.sites import Site
-from neuron_migrate.findings import Finding, fingerprint
 from neuron_migrate.ruleset import Rule
-from neuron_migrate.scan_data import Context
+from neuron_migrate.scan.analyzer.sites import Site
+from neuron_migrate.scan.findings import Finding, fingerprint
+from neuron_migrate.scan.scan_data import Context
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _FLOAT64_NAMES = frozenset(

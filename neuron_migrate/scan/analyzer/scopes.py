@@ -50,7 +50,7 @@ _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseExcept
 
 class Binding:
     """One place where a name is bound in a scope. (Plain classes, compared by identity: see
-    `neuron_migrate.records` for why not dataclasses.)"""
+    `neuron_migrate.scan.records` for why not dataclasses.)"""
 
     __slots__ = ("alias_of", "guarded", "kind", "node", "qualname", "used")
 

@@ -12,7 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
-from neuron_migrate.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
+from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
 _ROOTS = frozenset(

@@ -1,6 +1,6 @@
 """The named Python transforms rules refer to. Importing this package registers them all."""
 
-from neuron_migrate.codemod.transforms import (  # noqa: F401  (imported to register)
+from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported to register)
     collectives,
     device,
     launch,

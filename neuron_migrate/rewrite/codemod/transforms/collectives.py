@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.codemod.context import FileContext
-from neuron_migrate.codemod.targets import (
+from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.targets import (
     CallTarget,
     NewStatement,
     StatementTarget,
     expression,
     statement,
 )
-from neuron_migrate.codemod.templates import bind_arguments, render, render_statements
-from neuron_migrate.codemod.transforms._build import is_none, number, string_value
+from neuron_migrate.rewrite.codemod.templates import bind_arguments, render, render_statements
+from neuron_migrate.rewrite.codemod.transforms._build import is_none, number, string_value
 
 # xm.REDUCE_* constants (and their string values) -> dist.ReduceOp members.
 REDUCE_OPS = {

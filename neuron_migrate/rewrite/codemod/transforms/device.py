@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.codemod.context import FileContext
-from neuron_migrate.codemod.targets import CallTarget, expression
-from neuron_migrate.codemod.templates import (
+from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
+from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
     bind_arguments,
     keyword_value,
     parenthesize,
     render,
 )
-from neuron_migrate.codemod.transforms._build import (
+from neuron_migrate.rewrite.codemod.transforms._build import (
     is_false,
     is_none,
     is_true,

@@ -8,21 +8,21 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from neuron_migrate.codemod.skeleton import OpaqueCompound
-from neuron_migrate.codemod.targets import (
+from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound
+from neuron_migrate.rewrite.codemod.targets import (
     CallTarget,
     NewStatement,
     StatementTarget,
     expression,
     statement,
 )
-from neuron_migrate.codemod.templates import (
+from neuron_migrate.rewrite.codemod.templates import (
     bind_arguments,
     parenthesize,
     render,
     render_statements,
 )
-from neuron_migrate.codemod.transforms._build import is_true, number, unpacked, with_commas
+from neuron_migrate.rewrite.codemod.transforms._build import is_true, number, unpacked, with_commas
 
 DEVICE_LOADER = "NeuronDeviceLoader"
 # The helper's name in a file whose own class is named DEVICE_LOADER.

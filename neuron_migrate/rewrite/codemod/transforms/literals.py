@@ -6,9 +6,14 @@ import re
 
 import libcst as cst
 
-from neuron_migrate.codemod.targets import LiteralTarget, literal
-from neuron_migrate.codemod.templates import add_keyword, keyword_value, remove_keyword, render
-from neuron_migrate.codemod.transforms._build import is_false, is_none, string_value
+from neuron_migrate.rewrite.codemod.targets import LiteralTarget, literal
+from neuron_migrate.rewrite.codemod.templates import (
+    add_keyword,
+    keyword_value,
+    remove_keyword,
+    render,
+)
+from neuron_migrate.rewrite.codemod.transforms._build import is_false, is_none, string_value
 
 _XLA_DEVICE = re.compile(r"^xla(?P<index>:\d+)?$")
 _AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})

@@ -6,9 +6,9 @@ import itertools
 
 import libcst as cst
 
-from neuron_migrate.codemod.targets import NewStatement, StatementTarget, statement
-from neuron_migrate.codemod.templates import bind_arguments, render
-from neuron_migrate.codemod.transforms._build import (
+from neuron_migrate.rewrite.codemod.targets import NewStatement, StatementTarget, statement
+from neuron_migrate.rewrite.codemod.templates import bind_arguments, render
+from neuron_migrate.rewrite.codemod.transforms._build import (
     call_statement,
     if_block,
     is_false,
@@ -18,7 +18,7 @@ from neuron_migrate.codemod.transforms._build import (
     string_value,
     with_commas,
 )
-from neuron_migrate.codemod.transforms.device import master_test
+from neuron_migrate.rewrite.codemod.transforms.device import master_test
 
 _SAVE_CPU = (
     "torch.save(torch.utils._pytree.tree_map("
