@@ -45,7 +45,7 @@ def test_imports_added_in_place_of_a_removed_block_keep_the_blank_lines_below_it
             source += "\n\ndef g():\n    return xr.world_size()\n"
             new = rewrite_source(source).new
             first = definition.split("\n")[0]
-            assert new.startswith("import torch.distributed as dist\n" + blanks + first)
+            assert new.startswith("import os\nimport torch.distributed as dist\n" + blanks + first)
 
 
 def test_a_removed_first_import_leaves_no_blank_lines_at_the_top() -> None:

@@ -9,7 +9,7 @@ import pytest
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
 XR = "import torch_xla.runtime as xr\n\n"
-RANK = "dist.get_rank() if dist.is_initialized() else 0"
+RANK = 'dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))'
 
 
 @pytest.mark.parametrize(

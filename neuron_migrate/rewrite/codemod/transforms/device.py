@@ -23,7 +23,10 @@ from neuron_migrate.rewrite.codemod.transforms._build import (
 )
 
 _LOCAL_MASTER = 'int(os.environ.get("LOCAL_RANK", 0)) == 0'
-_GLOBAL_MASTER = "not dist.is_initialized() or dist.get_rank() == 0"
+# Before a process group exists (a setup() that tests the rank first), torchrun's RANK says it.
+_GLOBAL_MASTER = (
+    '(dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))) == 0'
+)
 
 
 def master_test(ctx: FileContext, local: bool) -> cst.BaseExpression:

@@ -1,0 +1,52 @@
+"""Rewrites that compiled but ran wrong: each case is the smallest program that showed it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+
+XM = "import torch_xla.core.xla_model as xm\n"
+
+
+def _run_migrated(source: str, env: dict[str, str]) -> str:
+    """Run migrated code with torch.distributed stubbed out as 'no group yet': what a torchrun
+    worker sees before `init_process_group`."""
+    stub = (
+        "import sys, types\n"
+        "dist = types.ModuleType('torch.distributed')\n"
+        "dist.is_initialized = lambda: False\n"
+        "torch = types.ModuleType('torch'); torch.distributed = dist\n"
+        "sys.modules['torch'] = torch; sys.modules['torch.distributed'] = dist\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    done = subprocess.run(
+        [sys.executable, "-c", stub + source],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_rank_and_world_read_before_the_group_come_from_the_launcher():
+    source = (
+        "import torch.distributed as dist\n" + XM + "\n"
+        "rank = xm.get_ordinal()\n"
+        "world = xm.xrt_world_size()\n"
+        "print(rank, world)\n"
+    )
+    new = rewrite_source(source).new
+    assert "torch_xla" not in new
+    assert _run_migrated(new, {"RANK": "1", "WORLD_SIZE": "2"}).split() == ["1", "2"]
+    assert _run_migrated(new, {}).split() == ["0", "1"]
+
+
+def test_master_print_before_the_group_prints_on_rank_zero_only():
+    source = XM + "\nxm.master_print('hello')\n"
+    new = rewrite_source(source).new
+    assert _run_migrated(new, {"RANK": "1", "WORLD_SIZE": "2"}) == ""
+    assert _run_migrated(new, {"RANK": "0", "WORLD_SIZE": "2"}) == "hello\n"
