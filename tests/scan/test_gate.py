@@ -11,12 +11,13 @@ from neuron_migrate.scan.gate import FAIL_ON, parse_fail_on
 from tests.scan.cli_helpers import run_cli
 
 XLA_ONLY = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
-FALLBACK = "import torch\nv, i = torch.sort(torch.ones(3))\n"
+FALLBACK = "import torch\nv, i = torch.sort(torch.ones(3, device='neuron'))\n"
 FLOAT64 = "import torch\nx = torch.ones(3, dtype=torch.float64)\n"
 UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
 # Max pooling falls back to the CPU; an LSTM calls, on the device, a fused cell with no CPU kernel.
 POOLING = (
-    "import torch\nimport torch.nn.functional as F\ny = F.max_pool2d(torch.ones(1, 1, 4, 4), 2)\n"
+    "import torch\nimport torch.nn.functional as F\n"
+    "y = F.max_pool2d(torch.ones(1, 1, 4, 4, device='neuron'), 2)\n"
 )
 RECURRENT = "import torch.nn as nn\nlstm = nn.LSTM(4, 8)\n"
 

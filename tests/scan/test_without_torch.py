@@ -11,7 +11,7 @@ SOURCE = """import torch
 import torch_xla.core.xla_model as xm
 
 xm.mark_step()
-v, i = torch.sort(torch.ones(3))
+v, i = torch.sort(torch.ones(3, device="neuron"))
 """
 
 # `sys.modules["torch"] = None` makes every `import torch` fail, as on a machine without it.

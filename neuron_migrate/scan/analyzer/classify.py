@@ -201,6 +201,8 @@ class _Classifier:
         name = site.detail or ""
         if site.discarded and not name.endswith("_") and name not in _EFFECT_METHODS:
             return
+        if site.placement == "host":
+            return  # a tensor that never reaches the device: no device op, no downcast
         if name in _FLOAT64_METHODS:
             self.add_float64(site, f"Tensor.{name}", confidence="low")
             return
@@ -224,8 +226,10 @@ class _Classifier:
         )
 
     def add_op(self, site: Site, api: str, aten: tuple[str, ...], confidence: str) -> None:
-        if api in _GRAPH_DEPENDENT:
-            return
+        if api in _GRAPH_DEPENDENT or site.placement == "host":
+            return  # a host-side call (`torch.randperm(n)`, data built on the CPU): no device op
+        if site.placement == "unknown":
+            confidence = "low"  # its tensors may be on the host: the code cannot tell
         matrix = self.ctx.matrix
         verdicts = [matrix.op_status(op) for op in aten]
         worst = max(verdicts, key=lambda v: _STATUS_RANK.get(v.status, 0), default=None)

@@ -12,6 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
+from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
 from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
@@ -93,6 +94,9 @@ class Site(NamedTuple):
     args: tuple[str | None, ...] = ()
     kwargs: tuple[tuple[str, str | None], ...] = ()
     discarded: bool = False  # a call whose value is thrown away (an expression statement)
+    # For torch function calls and method calls: where the call runs ("host", "device",
+    # "unknown"; see `placement`). "" for every other site.
+    placement: str = ""
 
     @property
     def span(self) -> Span:
@@ -270,6 +274,7 @@ class _SiteFinder:
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
         self.reported_backends: set[int] = set()  # backend strings reported, by id
         self.device_strings: set[int] = set()  # device strings reported, by id
+        self.placed_calls: list[tuple[int, ast.Call]] = []  # (index in sites, call) to place
         self.imported_modules = {
             r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
         }
@@ -363,6 +368,8 @@ class _SiteFinder:
             fields.update(self.call_fields(parent))
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
+                if qualname.partition(".")[0] == "torch":
+                    self.placed_calls.append((len(self.sites), parent))
         self.site("call" if is_call else "name", chain, **fields)
 
     def _aliases_only(self, name: str, scope: Scope) -> bool:
@@ -394,6 +401,7 @@ class _SiteFinder:
     def _method_site(self, attribute: ast.Attribute, guarded: bool) -> None:
         call = self.model.parents.get(id(attribute))
         if isinstance(call, ast.Call) and call.func is attribute:
+            self.placed_calls.append((len(self.sites), call))
             self.site(
                 "method",
                 attribute,
@@ -721,6 +729,22 @@ class _SiteFinder:
                 for node, value in _device_strings(default):
                     self.idiom("xla-device-string", node, value, guarded)
 
+    # -- placement ----------------------------------------------------------------------------
+
+    def place_calls(self) -> None:
+        """Stamp each torch call and method call with where it runs (host, device, unknown)."""
+        if not self.placed_calls:
+            return
+        placer = Placer(self.model, lambda node: self.chain_qualnames.get(id(node)))
+        placer.default_device = any(
+            q == "torch.set_default_device" for q in self.call_qualnames.values()
+        )
+        for index, call in self.placed_calls:
+            placement = placer.runs_on(call)
+            if placement not in (HOST, DEVICE):
+                placement = UNKNOWN
+            self.sites[index] = self.sites[index]._replace(placement=placement)
+
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     """All sites of a module, in source order. Raises SyntaxError for code that does not parse."""
@@ -731,4 +755,5 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     finder.find_imports()
     finder.find_chained_methods()
     finder.find_idioms()
+    finder.place_calls()
     return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
