@@ -50,3 +50,37 @@ def test_master_print_before_the_group_prints_on_rank_zero_only():
     new = rewrite_source(source).new
     assert _run_migrated(new, {"RANK": "1", "WORLD_SIZE": "2"}) == ""
     assert _run_migrated(new, {"RANK": "0", "WORLD_SIZE": "2"}) == "hello\n"
+
+
+def _line_of(text: str, line: str) -> int:
+    return text.splitlines().index(line)
+
+
+def test_device_loader_helper_goes_after_every_import_at_the_top():
+    source = (
+        "import os\nimport sys\n\nsys.path.insert(0, os.path.dirname(__file__))\n\n"
+        "import torch\n" + XM + "import torch_xla.distributed.parallel_loader as pl\n\n"
+        "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n\n\n"
+        "def train(model, loader):\n"
+        "    for batch in pl.MpDeviceLoader(loader, xm.xla_device()):\n"
+        "        model(batch)\n"
+    )
+    new = rewrite_source(source).new
+    helper = _line_of(new, "class NeuronDeviceLoader:")
+    assert helper > _line_of(new, "import torch")
+    assert helper > _line_of(new, "    import numpy")
+    assert helper < _line_of(new, "def train(model, loader):")
+    assert rewrite_source(new).new == new
+
+
+def test_device_loader_helper_stays_above_module_level_code_that_uses_it():
+    source = (
+        "import torch\n" + XM + "import torch_xla.distributed.parallel_loader as pl\n\n"
+        "loader = [torch.ones(2)]\n"
+        "for batch in pl.MpDeviceLoader(loader, xm.xla_device()):\n"
+        "    print(batch)\n\n"
+        "import json\n"
+    )
+    new = rewrite_source(source).new
+    helper = _line_of(new, "class NeuronDeviceLoader:")
+    assert _line_of(new, "import torch") < helper < _line_of(new, "loader = [torch.ones(2)]")

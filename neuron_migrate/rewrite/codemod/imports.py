@@ -592,19 +592,51 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
         index += 1
     if not found and new and index > 0:
         new[0] = new[0].with_changes(leading_lines=[_blank()])
-    for source in helpers:
-        parsed = _parsed_module(source).body
-        first = parsed[0].with_changes(leading_lines=[_blank(), _blank()])
-        new.extend([first, *parsed[1:]])
-    if index < len(body):
-        after = body[index]
-        blanks = 2 if helpers else 1
-        leading = list(getattr(after, "leading_lines", ()))
-        have = 0
-        while have < len(leading) and leading[have].comment is None:
-            have += 1
-        if not _is_import_line(after) or helpers:
-            missing = max(0, blanks - have)
-            body[index] = after.with_changes(leading_lines=[_blank()] * missing + leading)
+    if index < len(body) and not _is_import_line(body[index]):
+        body[index] = _blank_lines_above(body[index], 1)
     body[index:index] = new
+    if helpers:
+        names = [name for name in sorted(ctx.helpers) if name not in taken]
+        at = _after_top_imports(body, index + len(new), names)
+        made: list[cst.BaseStatement] = []
+        for source in helpers:
+            parsed = _parsed_module(source).body
+            made.extend([parsed[0].with_changes(leading_lines=[_blank(), _blank()]), *parsed[1:]])
+        if at < len(body):
+            body[at] = _blank_lines_above(body[at], 2)
+        body[at:at] = made
     return module.with_changes(body=body)
+
+
+def _blank_lines_above(statement: cst.BaseStatement, blanks: int) -> cst.BaseStatement:
+    """`statement` with at least `blanks` blank lines before its own comments."""
+    leading = list(getattr(statement, "leading_lines", ()))
+    have = 0
+    while have < len(leading) and leading[have].comment is None:
+        have += 1
+    missing = max(0, blanks - have)
+    return (
+        statement.with_changes(leading_lines=[_blank()] * missing + leading)
+        if missing
+        else statement
+    )
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.MULTILINE)
+_DEFINITION = re.compile(r"^(?:@|def\s|async\s+def\s|class\s)")
+
+
+def _after_top_imports(body: Sequence[cst.BaseStatement], start: int, names: list[str]) -> int:
+    """Where a helper class goes: after the last import at the top of the module (a line of
+    imports, or a `try`/`if` holding some, however late: `sys.path` set up first), before the
+    first definition, and before the first statement that names the helper."""
+    uses = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    at = start
+    for k in range(start, len(body)):
+        statement = body[k]
+        text = cst.Module(body=[statement.with_changes(leading_lines=[])]).code  # type: ignore[list-item]
+        if _DEFINITION.match(text) or uses.search(text):
+            break
+        if _is_import_line(statement) or _IMPORT_LINE.search(text):
+            at = k + 1
+    return at
