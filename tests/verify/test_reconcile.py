@@ -10,7 +10,7 @@ from neuron_migrate.verify.reconcile import reconcile, runs_later
 
 SOURCE = """import torch
 
-x = torch.ones(4, 4)
+x = torch.ones(4, 4, device="neuron")
 values, order = torch.sort(x)
 y = x.double()
 n = torch.distributions.Normal(x, x)
