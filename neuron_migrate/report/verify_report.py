@@ -28,6 +28,7 @@ def verify_to_dict(report: VerifyReport) -> dict[str, Any]:
         "root": report.scan.root,
         "command": list(report.trace.get("command", [])),
         "exit_code": report.exit_code,
+        "run_failure": report.run_failure,
         "items": [
             {
                 **item.finding.to_json(),
@@ -61,6 +62,8 @@ def render_verify_terminal(report: VerifyReport, console: Console, *, show_nativ
         f"[bold]neuron-migrate verify[/] {escape(report.scan.root)}  target torch-neuronx "
         f"{report.scan.target}; the command exited {report.exit_code}"
     )
+    if report.run_failure:
+        console.print(f"[bold red]run failed[/]: {escape(report.run_failure)}")
     shown = [i for i in report.items if show_native or i.finding.status != "native"]
     for item in shown:
         f = item.finding
@@ -94,6 +97,7 @@ def render_verify_markdown(report: VerifyReport) -> str:
         f"## neuron-migrate verify: agreement {_agreement(report)}",
         "",
         f"Target torch-neuronx {report.scan.target}; command exit code {report.exit_code}.",
+        *([f"**Run failed:** {report.run_failure}.", ""] if report.run_failure else []),
         "",
         "| verdict | count |",
         "|---|---|",

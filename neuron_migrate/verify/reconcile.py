@@ -69,6 +69,25 @@ class VerifyReport:
     def exit_code(self) -> int:
         return int(self.trace.get("exit_code", 0))
 
+    @property
+    def run_failure(self) -> str | None:
+        """Why the run's non-zero exit is no agreement; None when it exited 0 or stopped where
+        the report said it would (a refusal it predicted and the run confirmed)."""
+        code = self.exit_code
+        if code == 0:
+            return None
+        refused = bool(self.trace.get("refusals"))
+        if refused and any(
+            item.verdict == "confirmed" and item.observed == "unsupported" for item in self.items
+        ):
+            return None  # it stopped on a refusal the report predicted
+        ran = bool(self.trace.get("ops")) or bool(self.trace.get("refusals"))
+        when = "" if ran else " before any op ran on the device (at import or start-up)"
+        return (
+            f"the command exited {code}{when}, and the report did not predict it: "
+            "the run did not test the report"
+        )
+
 
 def _base(op: str) -> str:
     """`aten::sort.stable` -> `aten::sort`: overloads of one op count as the same op."""
@@ -358,6 +377,8 @@ def parse_verify_fail_on(values: Iterable[str]) -> tuple[tuple[str, ...], bool]:
 
 
 def gate_passed(report: VerifyReport, fail_on_contradiction: bool) -> bool:
+    if report.run_failure is not None:
+        return False  # a crash the report did not foresee is never agreement
     if fail_on_contradiction and report.count("contradicted"):
         return False
     return report.scan.passed

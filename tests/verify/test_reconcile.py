@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate import api
-from neuron_migrate.verify.reconcile import reconcile, runs_later
+from neuron_migrate.verify.reconcile import gate_passed, reconcile, runs_later
 
 SOURCE = """import torch
 
@@ -21,8 +21,8 @@ q = x @ x
 """
 
 
-def _trace(ops: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"exit_code": 0, "command": ["python", "m.py"], "ops": ops, "downcasts": [],
+def _trace(ops: list[dict[str, Any]], exit_code: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"exit_code": exit_code, "command": ["python", "m.py"], "ops": ops, "downcasts": [],
             "refusals": [], **extra}  # fmt: skip
 
 
@@ -105,3 +105,29 @@ def test_nothing_ran_means_no_agreement_figure(tmp_path: Path) -> None:
     report = reconcile(scan, _trace([]), cwd=tmp_path)
     assert report.agreement is None
     assert report.count("not_exercised") == len(report.items) > 0
+
+
+def test_a_run_that_died_before_the_code_started_is_no_agreement(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    # `import torch_xla` left in the file: the run exits 1 at import, before any op.
+    report = reconcile(scan, _trace([], exit_code=1), cwd=tmp_path)
+    assert report.run_failure is not None
+    assert "exited 1" in report.run_failure and "before any op ran" in report.run_failure
+    assert not gate_passed(report, fail_on_contradiction=False)
+
+
+def test_a_run_that_fails_where_the_scan_said_it_would_is_agreement(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    refused = [{"op": "torch.distributions.Normal", "location": "m.py:6", "message": "no"}]
+    trace = _trace([_op("aten::sort", "cpu_fallback", 4)], exit_code=1, refusals=refused)
+    report = reconcile(scan, trace, cwd=tmp_path)
+    assert report.run_failure is None
+    assert gate_passed(report, fail_on_contradiction=False)
+    # the same exit without the predicted refusal: a failure nothing foresaw
+    other = reconcile(
+        scan, _trace([_op("aten::sort", "cpu_fallback", 4)], exit_code=1), cwd=tmp_path
+    )
+    assert other.run_failure is not None and "did not predict" in other.run_failure
+    assert not gate_passed(other, fail_on_contradiction=False)

@@ -45,3 +45,15 @@ def test_verify_without_a_command_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SCRIPT)
     code, _, err = run_cli(["verify", str(tmp_path)])
     assert code == 2 and "command" in err
+
+
+def test_a_run_that_dies_at_import_fails_verify(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("import torch_xla\n" + SCRIPT)
+    code, out, _ = run_cli(
+        ["verify", str(tmp_path), "--format", "json", "--", "python", str(tmp_path / "m.py")],
+        cwd=str(tmp_path),
+    )
+    report = json.loads(out)
+    assert code == 1
+    assert report["exit_code"] == 1 and report["summary"]["agreement"] is None
+    assert "before any op ran" in report["run_failure"]
