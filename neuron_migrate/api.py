@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
-from neuron_migrate.incremental.cache import NoCache, ResultCache, default_cache_dir
-from neuron_migrate.incremental.stat_index import Taken
 from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.project.config import Config, Policy, make_policy, resolve_config
 from neuron_migrate.project.discover import SourcePath, discover, sources_then_notebooks
@@ -20,6 +18,7 @@ from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_s
 from neuron_migrate.scan.findings import FileError, Finding
 from neuron_migrate.scan.scan_data import header_for
 from neuron_migrate.scan.scanned import ScannedFile
+from neuron_migrate.scan.store import NoCache, ResultStore, SignatureSource
 from neuron_migrate.scan.suppressions import SuppressedFinding, Suppression
 
 
@@ -295,13 +294,17 @@ class Listing(NamedTuple):
 
     files: list[SourcePath]
     folders: list[str]
-    taken: Taken
+    taken: SignatureSource | None  # None: no signatures are taken (no stat index reads them)
 
 
 class ScanObserver(Protocol):
     """Told of a scan's listing before any file is read (the signatures it takes go to
     `listing.taken`, which the scan's stat index then uses), and of each file's result as it is
     counted (with its reported table: the findings the policy keeps)."""
+
+    def signatures(self) -> SignatureSource:
+        """Where the listing's signatures are to be taken (the stat index reads them too)."""
+        ...
 
     def started(self, listing: Listing) -> None: ...
 
@@ -369,16 +372,15 @@ def scan_planned(
     """`scan`, its arguments resolved (`plan_scan`). `listing`: the files as `select_files`
     lists them for `plan`, `changed_since` and `shard`, when the caller has listed them."""
     started = time.perf_counter()
-    # Signatures are kept for the stat index only where someone else takes them too.
-    shared = listing is not None or observer is not None
     if listing is None:
         folders: list[str] = []
         files = select_files(plan, changed_since, shard, folders)
-        listing = Listing(files, folders, Taken())
+        # Signatures are taken ahead only where an observer takes them too.
+        listing = Listing(files, folders, observer.signatures() if observer else None)
     files = listing.files
     if observer is not None:
         observer.started(listing)
-    cache = ResultCache(cache_dir or default_cache_dir()) if use_cache else NoCache()
+    cache = open_store(cache_dir) if use_cache else NoCache()
     settings = ScanSettings(plan.target, plan.max_bytes, cache.directory)
     header = header_for(plan.target, cache.directory)
     report = ScanReport(
@@ -407,8 +409,7 @@ def scan_planned(
 
     try:
         with collecting_less(FEW_CYCLES):  # thousands of results held, next to no cycles
-            taken = listing.taken if shared else None
-            found = scanned(files, settings, jobs=report.jobs, cache=cache, taken=taken)
+            found = scanned(files, settings, jobs=report.jobs, cache=cache, taken=listing.taken)
             for result in found:
                 collect(result)
     finally:
@@ -423,9 +424,9 @@ def scanned(
     settings: ScanSettings,
     *,
     jobs: int,
-    cache: ResultCache | NoCache,
+    cache: ResultStore,
     use_stat_index: bool = True,
-    taken: Taken | None = None,
+    taken: SignatureSource | None = None,
 ) -> Iterator[ScannedFile]:
     """Each of `files` scanned, in `sources_then_notebooks` order: Python sources through
     `scan_files` (its workers, `use_stat_index`, `taken`), notebooks cell by cell in this
@@ -439,6 +440,14 @@ def scanned(
 
         for source in notebooks:
             yield scan_notebook(source, settings, cache)
+
+
+def open_store(cache_dir: Path | None) -> ResultStore:
+    """The result cache in `cache_dir` (default: the user's): the speed machinery loads here,
+    and only for a scan that uses a cache."""
+    from neuron_migrate.incremental.cache import ResultCache, default_cache_dir
+
+    return ResultCache(cache_dir or default_cache_dir())
 
 
 def select_files(

@@ -122,9 +122,8 @@ def rewrite(args: argparse.Namespace) -> int:
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
     # libcst loads only when a rewrite runs: other commands start faster.
-    from neuron_migrate.incremental.cache import default_cache_dir
-    from neuron_migrate.incremental.rewrite_cache import NoRewriteCache, RewriteCache
     from neuron_migrate.rewrite.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
+    from neuron_migrate.rewrite.store import NoRewriteCache, open_store
     from neuron_migrate.scan.engine import default_jobs
 
     summary = RewriteSummary()
@@ -134,8 +133,7 @@ def rewrite(args: argparse.Namespace) -> int:
     workers = jobs if jobs is not None else default_jobs()
     # Printing a diff: each one is made in the worker that rewrote the file.
     diffs = not apply and out_dir is None and args.format == "diff"
-    cache_dir = args.cache_dir or default_cache_dir()
-    cache = NoRewriteCache() if args.no_cache else RewriteCache(cache_dir)
+    cache = NoRewriteCache() if args.no_cache else open_store(args.cache_dir)
     try:
         files = rewrite_tree(
             root,

@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuron_migrate.digests import cache_digest
 from neuron_migrate.errors import CacheError
 from neuron_migrate.incremental.row_store import Segment, StoredBytes
+from neuron_migrate.incremental.stat_index import StatIndex, index_name
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings
 from neuron_migrate.scan.scanned import ScannedFile
+from neuron_migrate.scan.store import FileIndex, SignatureSource
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,12 +34,6 @@ def default_cache_dir() -> Path:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "neuron-migrate"
-
-
-def file_key(config_digest: str, display: str, data: bytes) -> str:
-    digest = cache_digest(data)
-    digest.update(b"\0" + display.encode() + b"\0" + config_digest.encode())
-    return digest.hexdigest()
 
 
 # SQLite's limit on the parameters of one statement is 999 in older builds.
@@ -157,6 +152,14 @@ class ResultCache:
                 for (key, meta, rows), start in zip(pending, starts, strict=True)
             ]
             self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", entries)
+
+    def file_index(self, config_digest: str, taken: SignatureSource | None) -> StatIndex:
+        """The stat index of scans from this folder with this configuration."""
+        return StatIndex(self.stat_index(index_name(config_digest)), taken=taken)
+
+    def keep_file_index(self, config_digest: str, index: FileIndex) -> None:
+        if isinstance(index, StatIndex) and index.changed():
+            self.store_stat_index(index_name(config_digest), index.blob())
 
     def stat_index(self, name: str) -> bytes | None:
         """The records of a `neuron_migrate.incremental.stat_index.StatIndex`, if stored."""
@@ -324,25 +327,3 @@ def _joined(meta: bytes, rows: bytes | StoredBytes) -> ScannedFile | None:
         return ScannedFile(*values)
     except Exception:  # an entry this build cannot read: analyse the file again
         return None
-
-
-class NoCache:
-    directory: Path | None = None
-
-    def get(self, key: str) -> ScannedFile | None:
-        return None
-
-    def get_many(self, keys: list[str]) -> dict[str, ScannedFile]:
-        return {}
-
-    def put(self, key: str, result: ScannedFile) -> None:
-        pass
-
-    def stat_index(self, name: str) -> bytes | None:
-        return None
-
-    def store_stat_index(self, name: str, records: bytes) -> None:
-        pass
-
-    def close(self) -> None:
-        pass

@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from neuron_migrate.incremental.row_store import Piece, StoredBytes
+from neuron_migrate.incremental.row_store import StoredBytes
+from neuron_migrate.pieces import Piece
 from neuron_migrate.report.output import Sink
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 

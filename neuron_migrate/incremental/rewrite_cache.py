@@ -1,27 +1,21 @@
 """A content-hash cache of rewrite results: `rewrite --check` on every pull request, or the
 `rewrite` a person reads before `rewrite --apply`, migrates no unchanged file twice.
 
-The key covers everything a result depends on: the file's bytes, whether it is a notebook, the
-tool version, unsafe fixes, and a digest of the rules (a rewrite reads no other data, and not
-the file's path). The value, compressed, is what the run needs besides the file it read: the
-new source when the file changes, the outcomes, the diff's hunks when a run made them, and the
-error of a file that does not parse. An internal error (a bug in a transform) is not kept: that
-file is tried again. One SQLite file in the scan's cache folder (`incremental.cache`),
-written only by the main process of a rewrite.
+The key is `rewrite.store.rewrite_key`. The value, compressed, is what the run needs besides
+the file it read: the new source when the file changes, the outcomes, the diff's hunks when a
+run made them, and the error of a file that does not parse. An internal error (a bug in a
+transform) is not kept: that file is tried again. One SQLite file in the scan's cache folder
+(`incremental.cache`), written only by the main process of a rewrite.
 """
 
 import pickle
 import sqlite3
 import zlib
 from pathlib import Path
-from typing import NamedTuple
 
-from neuron_migrate import __version__
-from neuron_migrate.digests import cache_digest
 from neuron_migrate.incremental.cache import MAX_QUERY_KEYS, cache_errors
-from neuron_migrate.resources import digest_yaml, rules_dir
 from neuron_migrate.rewrite.codemod.results import Outcome
-from neuron_migrate.rewrite.unified_diff import FORMAT as diff_format
+from neuron_migrate.rewrite.store import CachedRewrite
 
 # Named by the layout of its entries: another layout is another file, never misread.
 _DB_NAME = "rewrite-results-v1.sqlite"
@@ -29,27 +23,6 @@ _FLUSH_EVERY = 200
 # Entries are compressed: new sources and their diffs shrink 4.5 times at this level (a CI
 # cache uploads the folder), and decompressing them is about a sixth of a warm run.
 _ZLIB_LEVEL = 3
-
-
-class CachedRewrite(NamedTuple):
-    new: str | None  # the migrated source; None when the file does not change
-    outcomes: tuple[Outcome, ...]
-    hunks: str | None  # the unified diff after its two header lines, when a run made it
-    error: tuple[str, str] | None = None  # (reason, kind) of a file that does not parse
-
-
-def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
-    """A digest of what a rewrite depends on besides the file."""
-    digest = cache_digest(f"{__version__}\0unsafe={unsafe}\0diff={diff_format}".encode())
-    digest_yaml(digest, rules or rules_dir())
-    return digest.hexdigest()
-
-
-def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
-    digest = cache_digest(data)
-    digest.update(b"\0notebook\0" if notebook else b"\0source\0")
-    digest.update(settings.encode())
-    return digest.hexdigest()
 
 
 class RewriteCache:
@@ -105,18 +78,3 @@ def _loaded(entry: bytes) -> CachedRewrite | None:
         return CachedRewrite(new, tuple(map(Outcome._make, outcomes)), hunks, error)
     except Exception:
         return None
-
-
-class NoRewriteCache:
-    """The cache of a run that neither reads nor writes one (`--no-cache`, library calls)."""
-
-    directory: Path | None = None
-
-    def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
-        return {}
-
-    def put(self, key: str, cached: CachedRewrite) -> None:
-        pass
-
-    def close(self) -> None:
-        pass

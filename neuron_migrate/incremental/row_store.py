@@ -17,6 +17,8 @@ import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from neuron_migrate.pieces import HeldBytes, Piece
+
 
 def read_at(fd: int, start: int, length: int) -> bytes:
     if hasattr(os, "pread"):
@@ -40,7 +42,7 @@ class Segment:
         weakref.finalize(self, os.close, self.fd)
 
 
-class StoredBytes:
+class StoredBytes(HeldBytes):
     """Bytes of a segment, not read until asked: a cached file's report rows, and the slices
     of them a report writes. `bytes()` reads them; `copy_to` writes them to a descriptor."""
 
@@ -72,6 +74,15 @@ class StoredBytes:
     def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:
         return bytes, (bytes(self),)  # another process gets the bytes, not a descriptor
 
+    def joined(self, gap: int, other: HeldBytes) -> StoredBytes | None:
+        if (
+            isinstance(other, StoredBytes)
+            and other.segment is self.segment
+            and other.start == self.start + self.length + gap
+        ):
+            return StoredBytes(self.segment, self.start, self.length + gap + other.length)
+        return None
+
     def copy_to(self, out_fd: int) -> None:
         """Append the bytes to `out_fd` at its position."""
         offset, left = self.start, self.length
@@ -79,47 +90,6 @@ class StoredBytes:
             done = _copy(self.segment.fd, offset, left, out_fd)
             offset += done
             left -= done
-
-
-# A piece of a report to write: bytes, a view of bytes, or bytes of a segment.
-Piece = bytes | memoryview | StoredBytes
-
-
-def coalesced(pieces: Iterable[Piece], separator: bytes) -> Iterator[Piece]:
-    """`pieces`, where a `separator` lies between two stored pieces that are, with the
-    separator, one run of a segment, as one stored piece: one copy instead of three writes.
-    The segment's writer guarantees what lies between (see `neuron_migrate.incremental.cache`)."""
-    gap = len(separator)
-    segment: Segment | None = None  # of the run of stored bytes not yet given
-    start = length = 0
-    between = False  # a `separator` came after the run, not yet given
-    for piece in pieces:
-        if segment is not None:
-            if (
-                between
-                and isinstance(piece, StoredBytes)
-                and piece.segment is segment
-                and piece.start == start + length + gap
-            ):
-                length += gap + piece.length
-                between = False
-                continue
-            if not between and isinstance(piece, bytes) and piece == separator:
-                between = True
-                continue
-            yield StoredBytes(segment, start, length)
-            segment = None
-            if between:
-                yield separator
-                between = False
-        if isinstance(piece, StoredBytes):
-            segment, start, length = piece.segment, piece.start, piece.length
-        else:
-            yield piece
-    if segment is not None:
-        yield StoredBytes(segment, start, length)
-        if between:
-            yield separator
 
 
 # File to file: copy_file_range (Linux). To a pipe or a terminal: sendfile (Linux; macOS

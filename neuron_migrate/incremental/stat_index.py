@@ -22,12 +22,8 @@ import pickle
 import time
 
 from neuron_migrate.digests import cache_digest
+from neuron_migrate.scan.store import Signature, SignatureSource
 
-# Outcomes: a cache key (64 hex digits), or one of these, which are not keys.
-PREFILTERED = ""  # a file the prefilter skipped
-EMPTY = "empty"  # an empty (or whitespace-only) file: nothing to analyse
-
-Signature = tuple[int, int, int, int, int]
 # A record: the file's signature, its display path (the key depends on it), its outcome.
 _Record = tuple[Signature, str, str]
 
@@ -82,21 +78,14 @@ def index_name(config_digest: str) -> str:
 
 
 class StatIndex:
-    def __init__(
-        self, blob: bytes | None, *, enabled: bool = True, taken: Taken | None = None
-    ) -> None:
-        self._enabled = enabled
+    def __init__(self, blob: bytes | None, *, taken: SignatureSource | None = None) -> None:
         self._recorded: dict[str, _Record] = _loaded(blob)
         self._seen: dict[str, _Record] = {}
         self._taken = taken
         self._settled_before = settled_before() if taken is None else taken.before
 
     def signature(self, path: str) -> Signature | None:
-        """The file's signature before it is read (taken now, or earlier in `taken`); None when
-        the index is off (a scan without a cache has nothing to recall, and stats no file),
-        which `recall` and `remember` pass over."""
-        if not self._enabled:
-            return None
+        """The file's signature before it is read (taken now, or earlier in `taken`)."""
         return signature(path) if self._taken is None else self._taken.signature(path)
 
     def recall(self, path: str, display: str, sig: Signature | None) -> str | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI reads FORMATS at start-up, before any scan is loaded
     from neuron_migrate.api import ScanReport
-    from neuron_migrate.incremental.row_store import Piece
+    from neuron_migrate.pieces import Piece
 
 # name -> (module, function); imported on use, so a run pays only for its own format.
 _RENDERERS: dict[str, tuple[str, str]] = {

@@ -12,7 +12,7 @@ from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
-from neuron_migrate.incremental.row_store import Piece, coalesced
+from neuron_migrate.pieces import Piece, coalesced
 from neuron_migrate.report import indented_json
 from neuron_migrate.report.summary import summarize
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings, run_tail

@@ -1,6 +1,6 @@
 """Writing a report to stdout or to a file (atomically, so a reader never sees half a report).
 
-Pieces held in a cache segment (`StoredBytes`) are copied to the output's descriptor by the
+Pieces held in a cache segment (`HeldBytes`) are copied to the output's descriptor by the
 kernel, after what was written before them is flushed.
 """
 
@@ -11,14 +11,14 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from neuron_migrate.incremental.row_store import StoredBytes
+from neuron_migrate.pieces import HeldBytes
 
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:
     from types import TracebackType
     from typing import BinaryIO
 
-Chunk = str | bytes | memoryview | StoredBytes
+Chunk = str | bytes | memoryview | HeldBytes
 
 
 def write_output(text: str | Iterable[Chunk], path: Path | None) -> None:
@@ -83,7 +83,7 @@ def _write_stdout(chunks: Iterable[Chunk]) -> None:
             text_pending = True
         elif buffer is None:
             sys.stdout.write(bytes(chunk).decode("utf-8"))
-        elif isinstance(chunk, StoredBytes) and fd is not None:
+        elif isinstance(chunk, HeldBytes) and fd is not None:
             sys.stdout.flush()  # the text layer and the bytes buffer beneath it
             text_pending = False
             chunk.copy_to(fd)
@@ -91,12 +91,12 @@ def _write_stdout(chunks: Iterable[Chunk]) -> None:
             if text_pending:
                 sys.stdout.flush()
                 text_pending = False
-            buffer.write(chunk if not isinstance(chunk, StoredBytes) else bytes(chunk))
+            buffer.write(chunk if not isinstance(chunk, HeldBytes) else bytes(chunk))
 
 
 def _write_file(handle: BinaryIO, chunks: Iterable[Chunk]) -> None:
     for chunk in chunks:
-        if isinstance(chunk, StoredBytes):
+        if isinstance(chunk, HeldBytes):
             handle.flush()
             chunk.copy_to(handle.fileno())
         else:

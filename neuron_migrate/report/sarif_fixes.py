@@ -84,12 +84,16 @@ def fixes_for(
             by_path[finding.path].append(finding)
     if not by_path:
         return {}
-    from neuron_migrate.incremental.rewrite_cache import NoRewriteCache, RewriteCache
     from neuron_migrate.rewrite.rewriter import rewrite_sources
+    from neuron_migrate.rewrite.store import NoRewriteCache, RewriteStore
 
     paths = sorted(by_path)
     sources = [(str(Path(base) / path), path) for path in paths]
-    cache = NoRewriteCache() if cache_dir is None else RewriteCache(Path(cache_dir))
+    cache: RewriteStore = NoRewriteCache()
+    if cache_dir is not None:
+        from neuron_migrate.incremental.rewrite_cache import RewriteCache
+
+        cache = RewriteCache(Path(cache_dir))
     out: dict[str, list[Hunk]] = {}
     try:
         results = rewrite_sources(sources, jobs=jobs, cache=cache)

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate import __version__
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
-from neuron_migrate.incremental.rewrite_cache import (
-    CachedRewrite,
-    NoRewriteCache,
-    RewriteCache,
-    rewrite_key,
-    settings_digest,
-)
 from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.store import (
+    CachedRewrite,
+    NoRewriteCache,
+    RewriteStore,
+    rewrite_key,
+    settings_digest,
+)
 from neuron_migrate.rewrite.unified_diff import diff_header, unified_diff
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.findings import FileError
@@ -191,7 +191,7 @@ class Job(NamedTuple):
     key: str | None  # where its result goes in the cache; None without one
 
 
-Cache = RewriteCache | NoRewriteCache
+Cache = RewriteStore
 Planned = list[FileRewrite | Job]  # a stretch of the tree's files, in order
 Settings = tuple[bool, bool]  # unsafe fixes, diffs
 

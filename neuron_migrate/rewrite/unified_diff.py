@@ -9,7 +9,7 @@ line is followed by the `\\ No newline at end of file` marker.
 import difflib
 from collections.abc import Iterator
 
-# Part of the rewrite cache's key (`rewrite_cache.settings_digest`): diffs stored by a version
+# Part of the rewrite cache's key (`rewrite.store.settings_digest`): diffs stored by a version
 # that made them otherwise are not handed out.
 FORMAT = "2"
 NO_NEWLINE = "\\ No newline at end of file\n"

@@ -13,14 +13,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
-from neuron_migrate.incremental.cache import NoCache, ResultCache, file_key
-from neuron_migrate.incremental.stat_index import EMPTY, PREFILTERED, StatIndex, Taken
-from neuron_migrate.incremental.stat_index import index_name as stat_index_name
 from neuron_migrate.project.discover import SourcePath, may_hold_findings
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.scan.findings import FileError
 from neuron_migrate.scan.scan_data import Context, config_digest, context_for
 from neuron_migrate.scan.scanned import ScannedFile, empty, prefiltered, scanned
+from neuron_migrate.scan.store import (
+    EMPTY,
+    NO_FILE_INDEX,
+    PREFILTERED,
+    FileIndex,
+    ResultStore,
+    SignatureSource,
+    file_key,
+)
 from neuron_migrate.scan.suppressions import MARKER, parse_suppressions
 
 if TYPE_CHECKING:
@@ -118,10 +124,10 @@ def scan_files(
     settings: ScanSettings,
     *,
     jobs: int,
-    cache: ResultCache | NoCache,
+    cache: ResultStore,
     on_result: Callable[[ScannedFile], None] | None = None,
     use_stat_index: bool = True,
-    taken: Taken | None = None,
+    taken: SignatureSource | None = None,
 ) -> Iterator[ScannedFile]:
     """Scan files, yielding one ScannedFile per file in input order.
 
@@ -132,11 +138,7 @@ def scan_files(
     file was read, which the index uses instead of statting those files again.
     """
     digest = config_digest(settings.target)
-    index_name = stat_index_name(digest)
-    if use_stat_index and isinstance(cache, ResultCache):
-        index = StatIndex(cache.stat_index(index_name), taken=taken)
-    else:
-        index = StatIndex(None, enabled=False)
+    index = cache.file_index(digest, taken) if use_stat_index else NO_FILE_INDEX
 
     def prepared() -> Iterator[_Prepared]:
         for group in _groups(files, LOOKUP_FILES):
@@ -156,8 +158,7 @@ def scan_files(
             yield finish(done)
     else:
         yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
-    if index.changed():
-        cache.store_stat_index(index_name, index.blob())
+    cache.keep_file_index(digest, index)
 
 
 _Prepared = tuple[ScannedFile | None, tuple[bytes, str] | None, str]
@@ -167,8 +168,8 @@ def _prepared(
     group: list[SourcePath],
     settings: ScanSettings,
     digest: str,
-    cache: ResultCache | NoCache,
-    index: StatIndex,
+    cache: ResultStore,
+    index: FileIndex,
 ) -> Iterator[_Prepared]:
     """Each file of `group` as a result (an error, a skip, a cache hit) or as a job to analyse,
     in order. A file the stat index recalls is not read, unless its result has left the cache."""
@@ -250,7 +251,7 @@ def _scan_in_pool(
     prepared: Iterator[_Prepared],
     settings: ScanSettings,
     jobs: int,
-    cache: ResultCache | NoCache,
+    cache: ResultStore,
     finish: Callable[[ScannedFile], ScannedFile],
 ) -> Iterator[ScannedFile]:
     # A bounded window of files in flight, so memory does not grow with the tree; results are

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Container, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
-from neuron_migrate.incremental.row_store import Piece, StoredBytes
+from neuron_migrate.pieces import HeldBytes, Piece
 from neuron_migrate.scan.findings import Finding
 from neuron_migrate.scan.records import Record
 
@@ -87,7 +87,7 @@ class FileFindings(Record):
     def __init__(
         self,
         path: str,
-        rows: bytes | StoredBytes,
+        rows: bytes | HeldBytes,
         row_ends: bytes,
         kinds: tuple[Kind, ...],
         kind_counts: tuple[int, ...],

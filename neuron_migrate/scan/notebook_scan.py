@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-from neuron_migrate.incremental.cache import NoCache, ResultCache, file_key
 from neuron_migrate.project.discover import SourcePath, may_hold_findings
 from neuron_migrate.project.notebook import NotebookError, SplitNotebook, split_notebook
 from neuron_migrate.project.source import read_bytes
@@ -14,14 +13,13 @@ from neuron_migrate.scan.engine import ScanSettings
 from neuron_migrate.scan.findings import FileError, FileResult, Finding
 from neuron_migrate.scan.scan_data import config_digest
 from neuron_migrate.scan.scanned import ScannedFile, empty, prefiltered, scanned
+from neuron_migrate.scan.store import ResultStore, file_key
 from neuron_migrate.scan.suppressions import Suppression, parse_suppressions
 
 _AT_LINE = re.compile(r"\bat line (\d+)")
 
 
-def scan_notebook(
-    source: SourcePath, settings: ScanSettings, cache: ResultCache | NoCache
-) -> ScannedFile:
+def scan_notebook(source: SourcePath, settings: ScanSettings, cache: ResultStore) -> ScannedFile:
     """One .ipynb file: its findings located by cell, its suppression comments applied."""
     display = source.display
     data = read_bytes(source.path, display, settings.max_bytes)

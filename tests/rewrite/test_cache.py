@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.incremental.rewrite_cache import RewriteCache, rewrite_key, settings_digest
+from neuron_migrate.incremental.rewrite_cache import RewriteCache
 from neuron_migrate.resources import rules_dir
 from neuron_migrate.rewrite import rewriter
+from neuron_migrate.rewrite.store import rewrite_key, settings_digest
 from tests.cli import invoke
 from tests.loaded_modules import loaded_modules
 from tests.migrations import counted_migrations

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.incremental.report_prefix import PrefixWriter, Rows, Stored, row_runs
-from neuron_migrate.incremental.row_store import Piece, Segment, StoredBytes, after
+from neuron_migrate.incremental.row_store import Segment, StoredBytes, after
+from neuron_migrate.pieces import Piece
 from neuron_migrate.report.output import Chunk, Sink
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 

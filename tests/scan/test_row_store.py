@@ -17,7 +17,8 @@ import pytest
 
 from neuron_migrate import api
 from neuron_migrate.incremental import cache, row_store
-from neuron_migrate.incremental.row_store import Segment, StoredBytes, coalesced
+from neuron_migrate.incremental.row_store import Segment, StoredBytes
+from neuron_migrate.pieces import coalesced
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

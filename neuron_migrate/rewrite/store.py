@@ -1,0 +1,77 @@
+"""Where a rewrite over a tree finds earlier results, and the keys it files them under.
+
+The tree rewrite talks to a `RewriteStore`: the incremental cache
+(`incremental.rewrite_cache.RewriteCache`) or `NoRewriteCache`, the plain path's, which holds
+nothing. A rewrite with `--no-cache` therefore never loads the speed machinery.
+
+The key covers everything a result depends on: the file's bytes, whether it is a notebook, the
+tool version, unsafe fixes, the diff format and a digest of the rules (a rewrite reads no other
+data, and not the file's path).
+"""
+
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from neuron_migrate import __version__
+from neuron_migrate.digests import cache_digest
+from neuron_migrate.resources import digest_yaml, rules_dir
+from neuron_migrate.rewrite.codemod.results import Outcome
+from neuron_migrate.rewrite.unified_diff import FORMAT as diff_format
+
+
+class CachedRewrite(NamedTuple):
+    new: str | None  # the migrated source; None when the file does not change
+    outcomes: tuple[Outcome, ...]
+    hunks: str | None  # the unified diff after its two header lines, when a run made it
+    error: tuple[str, str] | None = None  # (reason, kind) of a file that does not parse
+
+
+def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
+    """A digest of what a rewrite depends on besides the file."""
+    digest = cache_digest(f"{__version__}\0unsafe={unsafe}\0diff={diff_format}".encode())
+    digest_yaml(digest, rules or rules_dir())
+    return digest.hexdigest()
+
+
+def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
+    digest = cache_digest(data)
+    digest.update(b"\0notebook\0" if notebook else b"\0source\0")
+    digest.update(settings.encode())
+    return digest.hexdigest()
+
+
+class RewriteStore(Protocol):
+    @property
+    def directory(self) -> Path | None:
+        """The cache's folder; None for a store that keeps nothing."""
+        ...
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]: ...
+
+    def put(self, key: str, cached: CachedRewrite) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoRewriteCache:
+    """The store of a run that neither reads nor writes a cache (`--no-cache`, library calls)."""
+
+    directory: Path | None = None
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
+        return {}
+
+    def put(self, key: str, cached: CachedRewrite) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(cache_dir: Path | None) -> RewriteStore:
+    """The rewrite cache in `cache_dir` (default: the scan's folder): the speed machinery loads
+    here, and only for a rewrite that uses a cache."""
+    from neuron_migrate.incremental.cache import default_cache_dir
+    from neuron_migrate.incremental.rewrite_cache import RewriteCache
+
+    return RewriteCache(cache_dir or default_cache_dir())
