@@ -26,7 +26,7 @@ from neuron_migrate.rewrite.codemod.names import NameCount, dotted
 from neuron_migrate.rewrite.codemod.outline import Imported
 from neuron_migrate.rewrite.codemod.output import Printer
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
-from neuron_migrate.rewrite.codemod.positions import Extent
+from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.rewrite.codemod.statements import (

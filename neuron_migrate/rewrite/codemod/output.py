@@ -20,8 +20,8 @@ from typing import Any
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from neuron_migrate.rewrite.codemod.positions import Extent, Recording
 from neuron_migrate.rewrite.codemod.recorded_printing import emit
+from neuron_migrate.rewrite.codemod.recording import Extent, Recording
 from neuron_migrate.rewrite.codemod.results import RewriteFailed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 

@@ -15,12 +15,11 @@ code, spans and extents with libcst's printing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from neuron_migrate.rewrite.codemod.positions import Recording
+from neuron_migrate.rewrite.codemod.recording import Recording, note_extent
 
 _DEFAULT = cst.MaybeSentinel.DEFAULT
 _SIMPLE_WHITESPACE = cst.SimpleWhitespace
@@ -55,15 +54,6 @@ def _indent(state: Recording) -> None:
     for token in state.indent_tokens:
         state.tokens.append(token)
         state.column += len(token)
-
-
-def note_extent(state: Recording, node: cst.CSTNode, line: int, column: int) -> None:
-    """What the recording printer notes for a node it records, which started at `line`,
-    `column`: its extent, and its span unless a syntactic one was noted inside."""
-    extent = (line, column, state.line, state.column)
-    state.extents[node] = extent
-    if node not in state.spans:
-        state.spans[node] = extent
 
 
 def _open(state: Recording, node: Any) -> None:

@@ -19,8 +19,9 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from neuron_migrate.rewrite.codemod.outline import Cut, Headers, OutlineError, outline
-from neuron_migrate.rewrite.codemod.positions import Printed, Recording, printed
-from neuron_migrate.rewrite.codemod.recorded_printing import HANDLERS, emit, note_extent
+from neuron_migrate.rewrite.codemod.positions import Printed, printed
+from neuron_migrate.rewrite.codemod.recorded_printing import HANDLERS, emit
+from neuron_migrate.rewrite.codemod.recording import Recording, note_extent
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import bisect
 import re
 from collections.abc import Iterable
 
-from neuron_migrate.rewrite.codemod.positions import Extent, Span
+from neuron_migrate.rewrite.codemod.recording import Extent, Span
 
 
 class SpanSet:

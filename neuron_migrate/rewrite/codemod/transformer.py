@@ -30,7 +30,8 @@ from neuron_migrate.rewrite.codemod.passes import (
     Transformer,
     hook_of,
 )
-from neuron_migrate.rewrite.codemod.positions import Extent, Printed
+from neuron_migrate.rewrite.codemod.positions import Printed
+from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex
 from neuron_migrate.rewrite.codemod.spansets import SpanSet
