@@ -2,8 +2,8 @@
 
 Each static finding about an op, a dtype, a namespace or a memory format gets one verdict:
 
-- confirmed: the run reached the predicted aten ops from that source line (or, for an nn module,
-  anywhere in the run) with the predicted status;
+- confirmed: the run reached the predicted aten ops from that source line (or, for an nn module
+  or an optimizer, from that file) with the predicted status;
 - contradicted: they ran with another status; the reason says which ops ran and how;
 - not exercised: the run never executed that line (or never ran that module's ops).
 
@@ -125,6 +125,8 @@ class _RunIndex:
     ops_at: dict[Location, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     counts: dict[tuple[Location, str], int] = field(default_factory=lambda: defaultdict(int))
     ops_anywhere: dict[str, str] = field(default_factory=dict)  # base op -> worst status
+    # file -> base op -> worst status, for ops whose (innermost) user frame is in that file
+    ops_in_file: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     downcasts_at: set[Location] = field(default_factory=set)
     refusals_at: dict[Location, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -142,6 +144,9 @@ class _RunIndex:
                 if where is not None:
                     index.ops_at[where][op] = status
                     index.counts[(where, op)] += count
+                    in_file = index.ops_in_file[where[0]]
+                    if _RANK.get(status, 0) >= _RANK.get(in_file.get(base, status), 0):
+                        in_file[base] = status
         for entry in trace.get("downcasts", []):
             for location in _op_locations(entry):
                 where = _parse_location(location, cwd)
@@ -234,16 +239,21 @@ class _Reconciler:
         )
 
     def module(self, finding: Finding) -> Reconciled:
-        # A module's ops run where it is called, often in another file: match them against the
-        # whole run. Other code runs the same common ops, so only the ops that give the finding
-        # its status (its fallback or unsupported ops) can confirm it.
-        ran = {
-            base: self.index.ops_anywhere[base]
-            for base in {_base(op) for op in finding.aten}
-            if base in self.index.ops_anywhere
-        }
+        # A module's ops run where it is called, not where it is built: match them against the
+        # ops that ran from its file (a module built and used there, a custom module's forward,
+        # an optimizer stepped there), never against the whole run, in which a file that was
+        # never imported would find its ops too. Other code runs the same common ops, so only
+        # the ops that give the finding its status (its fallback or unsupported ops) confirm it.
+        file = self.where(finding)[0]
+        in_file = self.index.ops_in_file.get(file, {})
+        wanted = {_base(op) for op in finding.aten}
+        ran = {base: in_file[base] for base in wanted if base in in_file}
         if not ran:
-            return Reconciled(finding, "not_exercised", None, "none of its ops ran")
+            elsewhere = sorted(base for base in wanted if base in self.index.ops_anywhere)
+            reason = "none of its ops ran" + (
+                f" from this file (only from others: {', '.join(elsewhere)})" if elsewhere else ""
+            )
+            return Reconciled(finding, "not_exercised", None, reason)
         decisive = (
             ran
             if finding.status == "native"
@@ -317,7 +327,7 @@ class _Reconciler:
 def runs_later(api: str) -> bool:
     """Objects whose ops run when they are used, not where they are built: nn modules,
     optimizers, schedulers -- any class (every nn module in the API map is one). Their findings
-    are matched against the whole run."""
+    are matched against the ops that ran from their file."""
     return api.rsplit(".", 1)[-1][:1].isupper()
 
 

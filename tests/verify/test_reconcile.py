@@ -131,3 +131,15 @@ def test_a_run_that_fails_where_the_scan_said_it_would_is_agreement(tmp_path: Pa
     )
     assert other.run_failure is not None and "did not predict" in other.run_failure
     assert not gate_passed(other, fail_on_contradiction=False)
+
+
+def test_a_module_in_a_file_that_never_ran_is_not_confirmed(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    (tmp_path / "unused.py").write_text("import torch\n\ncriterion = torch.nn.MSELoss()\n")
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    # m.py's own MSELoss ran its fallback op; unused.py was never imported.
+    report = reconcile(scan, _trace([_op("aten::mse_loss", "cpu_fallback", 10)]), cwd=tmp_path)
+    verdicts = {(i.finding.path, i.finding.api): i for i in report.items}
+    assert verdicts[("m.py", "torch.nn.MSELoss")].verdict == "confirmed"
+    unused = verdicts[("unused.py", "torch.nn.MSELoss")]
+    assert unused.verdict == "not_exercised" and "only from others" in unused.reason
