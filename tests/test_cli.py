@@ -92,7 +92,7 @@ def test_version() -> None:
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
-    body = "import torch\n\n" + "torch.sort(torch.ones(3))\n" * 400
+    body = "import torch\n\n" + "torch.sort(torch.ones(3, device='neuron'))\n" * 400
     for n in range(40):  # a report of several MB: far more than a pipe holds
         (tmp_path / f"m{n}.py").write_text(body)
     proc = subprocess.Popen(
