@@ -1,4 +1,4 @@
-"""`neuron-migrate matrix list | show NAME | diff V1 V2`: read the compatibility matrices.
+"""`neuron-migrate matrix list | show NAME | diff V1 V2 | stats`: read the compatibility matrices.
 
 Output goes to stdout (rich text, or JSON with ``--format json``). An unknown version or name
 raises a `UsageError`, which the app turns into one red line and exit code 2.
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from neuron_migrate.matrix.query import NameReport
 
 FORMATS = ("text", "json")
-_STYLE = {"native": "green", "cpu_fallback": "yellow", "unsupported": "red", "partial": "yellow"}
 
 
 def register(commands: Commands) -> None:
@@ -40,7 +39,19 @@ def register(commands: Commands) -> None:
         "name",
         help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
     )
-    show.add_argument(
+    _add_targets(show)
+    _add_format(show)
+    diff = add_command(group, "diff", matrix_diff)
+    diff.add_argument("v1", help="Older torch-neuronx version, e.g. 2.13.3.0.")
+    diff.add_argument("v2", help="Newer torch-neuronx version, e.g. 2.14.3.0.")
+    _add_format(diff)
+    stats = add_command(group, "stats", matrix_stats)
+    _add_targets(stats)
+    _add_format(stats)
+
+
+def _add_targets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "-t",
         "--target",
         metavar="VERSION",
@@ -48,11 +59,6 @@ def register(commands: Commands) -> None:
         default=[],
         help="Only these versions (repeatable); default: all.",
     )
-    _add_format(show)
-    diff = add_command(group, "diff", matrix_diff)
-    diff.add_argument("v1", help="Older torch-neuronx version, e.g. 2.13.3.0.")
-    diff.add_argument("v2", help="Newer torch-neuronx version, e.g. 2.14.3.0.")
-    _add_format(diff)
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +89,9 @@ def _emit_json(data: Any) -> None:
 
 
 def _styled(status: str) -> str:
-    return f"[{_STYLE.get(status, 'white')}]{status}[/]"
+    from neuron_migrate.matrix.text import styled
+
+    return styled(status)
 
 
 # --- list -------------------------------------------------------------------------------------
@@ -181,17 +189,27 @@ def _print_report(console: Console, r: NameReport) -> None:
         console.print(f"  {r.kind_note} (API map {r.api_map})")
     elif r.kind_note:
         console.print(f"  {r.kind_note}")
+    from neuron_migrate.matrix.text import print_evidence
+
+    used: dict[str, dict[str, Any]] = {}
+
+    def entry(label: str, body: dict[str, Any]) -> None:
+        evidence = body["evidence"]
+        used.setdefault(evidence["key"], evidence)
+        why = escape("[" + evidence["key"] + ", " + evidence["kind"] + "]")
+        console.print(f"  {label}: {_styled(body['status'])} {why}")
+        if body.get("note"):
+            console.print(f"    {escape(body['note'])}", style="dim")
+
+    if r.table_row is not None:
+        kind = f" ({r.table_row['kind']})" if r.table_row["kind"] else ""
+        entry(f"official table{kind}", r.table_row)
     if r.namespace is not None:
-        ns = r.namespace
-        source = escape(f"[{ns['source']}]")
-        console.print(f"  namespace {ns['namespace']}: {_styled(ns['status'])} {source}")
-        if ns.get("note"):
-            console.print(f"    {escape(ns['note'])}", style="dim")
+        entry(f"namespace {r.namespace['namespace']}", r.namespace)
     for op in r.ops:
-        source = escape(f"[{op['source']}]")
-        console.print(f"  {op['op']}: {_styled(op['status'])} {source}")
-        if op.get("note"):
-            console.print(f"    {escape(op['note'])}", style="dim")
+        entry(op["op"], op)
+    for evidence in used.values():
+        print_evidence(console, evidence, "  ")
     console.print()
 
 
@@ -237,4 +255,26 @@ def matrix_diff(args: argparse.Namespace) -> int:
         console.print(table)
     if not (diff.changed or diff.added or diff.removed):
         console.print("No op status differences.")
+    return 0
+
+
+# --- stats ------------------------------------------------------------------------------------
+
+
+def matrix_stats(args: argparse.Namespace) -> int:
+    """Entries of each matrix version by status and by the kind of evidence behind them."""
+    from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
+    from neuron_migrate.matrix.stats import matrix_stats as compute
+    from neuron_migrate.matrix.text import print_stats
+
+    fmt = _check_format(args.fmt)
+    versions = [resolve_version(v) for v in args.target] or available_versions()
+    stats = [compute(load_matrix(v)) for v in versions]
+    if fmt == "json":
+        _emit_json({"versions": stats})
+        return 0
+    console = _console()
+    for one in stats:
+        print_stats(console, one)
+        console.print()
     return 0

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from neuron_migrate.matrix.diff import MatrixDiff, OpChange, RuleChange, diff_matrices
     from neuron_migrate.matrix.loader import clear_cache, load_matrix
     from neuron_migrate.matrix.model import (
+        EVIDENCE_KINDS,
         OP_STATUSES,
+        ApiEntry,
         CompileRules,
         DtypeRule,
         Evidence,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         NamespaceVerdict,
         OpEntry,
         OpVerdict,
+        Unknown,
     )
     from neuron_migrate.matrix.names import normalize_op
     from neuron_migrate.matrix.versions import available_versions, newest_version, resolve_version
@@ -36,7 +39,9 @@ _SUBMODULE = {
     **dict.fromkeys(("clear_cache", "load_matrix"), "loader"),
     **dict.fromkeys(
         (
+            "EVIDENCE_KINDS",
             "OP_STATUSES",
+            "ApiEntry",
             "CompileRules",
             "DtypeRule",
             "Evidence",
@@ -46,6 +51,7 @@ _SUBMODULE = {
             "NamespaceVerdict",
             "OpEntry",
             "OpVerdict",
+            "Unknown",
         ),
         "model",
     ),
@@ -54,7 +60,9 @@ _SUBMODULE = {
 }
 
 __all__ = [
+    "EVIDENCE_KINDS",
     "OP_STATUSES",
+    "ApiEntry",
     "CompileRules",
     "DtypeRule",
     "Evidence",
@@ -67,6 +75,7 @@ __all__ = [
     "OpEntry",
     "OpVerdict",
     "RuleChange",
+    "Unknown",
     "available_versions",
     "clear_cache",
     "diff_matrices",

@@ -14,8 +14,10 @@ from typing import Any
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.model import (
+    EVIDENCE_KINDS,
     NAMESPACE_STATUSES,
     OP_STATUSES,
+    ApiEntry,
     CompileRules,
     DtypeRule,
     Evidence,
@@ -24,6 +26,7 @@ from neuron_migrate.matrix.model import (
     NamespaceRule,
     OpEntry,
     OpVerdict,
+    Unknown,
 )
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.versions import VERSION_RE as _VERSION_RE
@@ -31,6 +34,8 @@ from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 SCHEMA_VERSION = 1
+# The sub-kinds of a `Y` row in the official table; "" for CPU_FALLBACK and N rows.
+API_KINDS = ("", "native", "host_only", "needs_process_group")
 _OP_RE = re.compile(r"^[A-Za-z_][\w]*::[A-Za-z_][\w]*(\.[\w]+)?$")
 
 _cache: dict[str, Matrix] = {}
@@ -178,6 +183,8 @@ class _Parser:
             compile=self.compile(top.get("compile")),
             summary=self.text(top, "summary", "", required=False),
             by_base={k: tuple(v) for k, v in by_base.items()},
+            apis=self.apis(top.get("apis", {})),
+            unknowns=self.unknowns(top.get("unknowns", [])),
         )
 
     def evidence(self, value: Any) -> dict[str, Evidence]:
@@ -188,11 +195,17 @@ class _Parser:
         for key, body in items.items():
             field = f"evidence.{key}"
             body = self.mapping(body, field)
+            kind = body.get("kind", "unclassified")
+            if kind not in EVIDENCE_KINDS:
+                raise self.fail(
+                    f"{field}.kind", f"{kind!r} is not one of {', '.join(EVIDENCE_KINDS)}"
+                )
             result[str(key)] = Evidence(
                 key=str(key),
                 title=self.text(body, "title", field),
                 reference=self.text(body, "reference", field),
                 note=self.text(body, "note", field, required=False),
+                kind=kind,
             )
         self.evidence_keys = set(result)
         return result
@@ -315,7 +328,45 @@ class _Parser:
             modes_with_effect=self.names(body, "modes_with_effect", "compile"),
             source=self.source(body, "compile"),
             note=self.text(body, "note", "compile", required=False),
+            other_modes=self.choice(body, "other_modes", "compile", ("warn", "refused"))
+            if "other_modes" in body
+            else "warn",
+            failure_raises=self.flag(body, "failure_raises", "compile")
+            if "failure_raises" in body
+            else True,
+            fallback_env=self.text(body, "fallback_env", "compile", required=False),
+            fallback_option=self.text(body, "fallback_option", "compile", required=False),
         )
+
+    def apis(self, value: Any) -> dict[str, ApiEntry]:
+        result: dict[str, ApiEntry] = {}
+        for name, body in self.mapping(value, "apis").items():
+            field = f"apis.{name}"
+            body = self.mapping(body, field)
+            kind = body.get("kind", "")
+            if kind not in API_KINDS:
+                raise self.fail(f"{field}.kind", f"{kind!r} is not one of {', '.join(API_KINDS)}")
+            ops = self.names(body, "ops", field)
+            for i, op in enumerate(ops):
+                if not _OP_RE.match(op):
+                    raise self.fail(f"{field}.ops[{i}]", f"{op!r} is not an op name")
+            result[str(name)] = ApiEntry(
+                status=self.choice(body, "status", field, OP_STATUSES),
+                source=self.source(body, field),
+                kind=kind,
+                ops=ops,
+                dtypes=self.names(body, "dtypes", field),
+                note=self.text(body, "note", field, required=False),
+            )
+        return result
+
+    def unknowns(self, value: Any) -> tuple[Unknown, ...]:
+        result = []
+        for i, item in enumerate(self.seq(value, "unknowns")):
+            field = f"unknowns[{i}]"
+            body = self.mapping(item, field)
+            result.append(Unknown(self.text(body, "topic", field), self.text(body, "note", field)))
+        return tuple(result)
 
 
 def _f(field: str, key: str) -> str:

@@ -12,6 +12,18 @@ from neuron_migrate.matrix.names import normalize_dtype, normalize_memory_format
 OP_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported")
 NAMESPACE_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported", "partial")
 
+# How strong a source is, strongest first. Every evidence key names one; `matrix stats` counts
+# entries by it. "unclassified" is what a matrix written before kinds existed gets.
+EVIDENCE_KINDS: dict[str, str] = {
+    "official-table": "the official per-API compatibility table of the release",
+    "device-probe": "recorded on a device by `neuron-migrate matrix probe`",
+    "released": "the released Neuron 2.33 documentation",
+    "dev-snapshot": "a pre-release TorchNeuron snapshot (April 2026); the release may differ",
+    "torch-inference": "inferred from torch's own dispatcher and kernels, not from TorchNeuron",
+    "unverified": "a claim no retrieved text confirms (the project brief)",
+    "unclassified": "a source without a kind",
+}
+
 
 class Evidence(NamedTuple):
     """A source the matrix rests on: a derived op list, a docs page, the project brief."""
@@ -20,6 +32,7 @@ class Evidence(NamedTuple):
     title: str
     reference: str
     note: str = ""
+    kind: str = "unclassified"  # one of EVIDENCE_KINDS
 
 
 class OpVerdict(NamedTuple):
@@ -89,6 +102,36 @@ class CompileRules(NamedTuple):
     modes_with_effect: tuple[str, ...]
     source: str
     note: str = ""
+    # What another `mode=` gets: "warn" (logs a warning and runs as the default) or "refused".
+    other_modes: str = "warn"
+    # Whether a graph that fails to compile raises (True) or runs eagerly (False) by default,
+    # and the environment variable and compile option that change it.
+    failure_raises: bool = True
+    fallback_env: str = ""
+    fallback_option: str = ""
+
+
+class ApiEntry(NamedTuple):
+    """One public API's row in an imported official table (`apis:` in the matrix file).
+
+    `kind` is the table's sub-kind of `Y`: native, host_only or needs_process_group; empty
+    for `CPU_FALLBACK` and `N` rows. `ops` names the ATen ops a `CPU_FALLBACK` row gives, and
+    `dtypes` the dtypes it says are affected (empty: all).
+    """
+
+    status: str
+    source: str
+    kind: str = ""
+    ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    note: str = ""
+
+
+class Unknown(NamedTuple):
+    """Something the released behaviour does not settle, said instead of guessed."""
+
+    topic: str
+    note: str
 
 
 class Matrix(NamedTuple):
@@ -108,6 +151,9 @@ class Matrix(NamedTuple):
     summary: str = ""
     # base name -> listed overloads, built once; used when a query names no overload.
     by_base: Mapping[str, tuple[str, ...]] = {}  # read, never changed
+    # Rows of an imported official per-API table, by qualified name (empty for the bundled ones).
+    apis: Mapping[str, ApiEntry] = {}  # read, never changed
+    unknowns: tuple[Unknown, ...] = ()
 
     # --- ops -------------------------------------------------------------------------------
 
@@ -146,6 +192,14 @@ class Matrix(NamedTuple):
 
     def ops_with_status(self, status: str) -> tuple[str, ...]:
         return tuple(sorted(name for name, e in self.ops.items() if e.status == status))
+
+    def evidence_kind(self, source: str) -> str:
+        evidence = self.evidence.get(source)
+        return evidence.kind if evidence is not None else "unclassified"
+
+    def api_status(self, qualname: str) -> ApiEntry | None:
+        """The imported table's row for a public API (``torch.sort``), if the matrix has one."""
+        return self.apis.get(qualname)
 
     def status_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(OP_STATUSES, 0)

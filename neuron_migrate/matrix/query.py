@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuron_migrate.matrix.api_map import ApiMap
-from neuron_migrate.matrix.model import Matrix
+from neuron_migrate.matrix.model import Matrix, OpVerdict
+from neuron_migrate.matrix.stats import describe_evidence
 
 _RANK = {"native": 0, "partial": 1, "cpu_fallback": 1, "unsupported": 2}
 _OP_PREFIXES = ("aten.", "c10d.", "torch.ops.", "_c10d_functional.", "prims.")
@@ -25,8 +26,10 @@ class NameReport:
     status: str  # native | cpu_fallback | unsupported | partial | unknown
     kind_note: str = ""
     api_map: str = ""
-    namespace: dict[str, str] | None = None
-    ops: list[dict[str, str]] = field(default_factory=list)
+    namespace: dict[str, Any] | None = None
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    # The imported official table's row for this API, when the matrix has one.
+    table_row: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,6 +52,17 @@ def api_candidates(name: str) -> list[str]:
     return [name]
 
 
+def _op(matrix: Matrix, v: OpVerdict) -> dict[str, Any]:
+    evidence = describe_evidence(matrix.evidence.get(v.source), v.source)
+    return {
+        "op": v.op,
+        "status": v.status,
+        "source": v.source,
+        "note": v.note,
+        "evidence": evidence,
+    }
+
+
 def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameReport:
     base: dict[str, Any] = {
         "name": name,
@@ -59,26 +73,35 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
         verdict = matrix.op_status(name)
         listed = matrix.is_listed(verdict.op)
         note = "listed in the matrix" if listed else "not listed exactly"
-        op = {
-            "op": verdict.op,
-            "status": verdict.status,
-            "source": verdict.source,
-            "note": verdict.note,
-        }
-        return NameReport(**base, kind="op", status=verdict.status, kind_note=note, ops=[op])
+        return NameReport(
+            **base, kind="op", status=verdict.status, kind_note=note, ops=[_op(matrix, verdict)]
+        )
     for qualname in api_candidates(name):
         ns = matrix.namespace_status(qualname)
         aten = api_map.aten_for(qualname) if api_map is not None else None
-        if ns is None and aten is None:
+        row = matrix.api_status(qualname)
+        if ns is None and aten is None and row is None:
             continue
-        ops = []
-        for op_name in aten or ():
-            v = matrix.op_status(op_name)
-            ops.append({"op": v.op, "status": v.status, "source": v.source, "note": v.note})
+        ops = [_op(matrix, matrix.op_status(op_name)) for op_name in aten or ()]
         statuses = [o["status"] for o in ops] + ([ns.status] if ns is not None else [])
+        table_row = None
+        if row is not None:
+            statuses.append(row.status)
+            table_row = {
+                **row._asdict(),
+                "evidence": describe_evidence(matrix.evidence.get(row.source), row.source),
+            }
+        namespace = None
+        if ns is not None:
+            namespace = {
+                **ns._asdict(),
+                "evidence": describe_evidence(matrix.evidence.get(ns.source), ns.source),
+            }
         status = max(statuses, key=lambda s: _RANK.get(s, 0)) if statuses else "native"
         if aten is None:
-            note = f"{qualname}: not in the API map; namespace rule only"
+            note = f"{qualname}: not in the API map; " + (
+                "the official table's row" if ns is None else "namespace rule only"
+            )
         elif not aten:
             note = f"{qualname} reaches no device op"
         else:
@@ -89,7 +112,8 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
             status=status,
             kind_note=note,
             api_map=api_map.path if api_map is not None else "",
-            namespace=ns._asdict() if ns is not None else None,
+            namespace=namespace,
             ops=ops,
+            table_row=table_row,
         )
     return NameReport(**base, kind="unknown", status="unknown", kind_note="not found")

@@ -3,13 +3,15 @@
 One file, no network: the CSS, the sorting/filter script and the SVG charts (findings by
 status; the files with the most findings, stacked by status) are all inline. It shows the matrix
 version checked against, the gate, suppressions, the baseline and every finding in a table that
-sorts on any column and filters as you type.
+sorts on any column and filters as you type, and how much of the matrix rests on which kind of
+evidence (the table `neuron-migrate matrix stats` prints).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from html import escape
+from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
@@ -123,6 +125,7 @@ def render_html(report: ScanReport) -> str:
         '<label><input type="checkbox" id="native"> show native op uses</label></div>',
         _findings_table(report),
         *_extra_sections(report),
+        *_matrix_section(report.target),
         f"<script>{_JS}</script>",
         "</body></html>",
     ]
@@ -248,3 +251,43 @@ def _extra_sections(report: ScanReport) -> list[str]:
         ]
         out.append("</ul>")
     return out
+
+
+def _matrix_section(target: str) -> list[str]:
+    """The matrix's entries by evidence kind and status, as `matrix stats` counts them."""
+    from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate.matrix import load_matrix
+    from neuron_migrate.matrix.model import OP_STATUSES
+    from neuron_migrate.matrix.stats import matrix_stats
+
+    try:
+        stats: dict[str, Any] = matrix_stats(load_matrix(target))
+    except NeuronMigrateError:
+        return []  # a matrix that is not bundled here: the report says which version it was
+    head = ("evidence kind", *OP_STATUSES, "all", "rules", "what it is")
+    rows = [
+        "<h2>What the matrix rests on</h2>",
+        f"<p>torch-neuronx {escape(stats['version'])}: {stats['entries']} listed ops by the kind "
+        f"of evidence behind them; unlisted ops are {escape(stats['default']['status'])} "
+        f"({escape(stats['default']['kind'])}). <code>neuron-migrate matrix show NAME</code> "
+        "prints the evidence of one entry.</p>",
+        '<table id="matrix-evidence"><thead><tr>',
+        "".join(f"<th>{escape(h)}</th>" for h in head),
+        "</tr></thead><tbody>",
+    ]
+    for kind, by_status in stats["by_kind_and_status"].items():
+        total, rules = stats["by_kind"][kind], stats["rules"]["by_kind"][kind]
+        if total or rules:
+            cells = [kind, *(str(by_status[s]) for s in OP_STATUSES), str(total), str(rules)]
+            rows.append(
+                "<tr>"
+                + "".join(f"<td>{escape(c)}</td>" for c in cells)
+                + f"<td>{escape(stats['kinds'][kind])}</td></tr>"
+            )
+    cells = ["all", *(str(stats["by_status"][s]) for s in OP_STATUSES), str(stats["entries"])]
+    cells.append(str(stats["rules"]["count"]))
+    rows.append("<tr>" + "".join(f"<td><b>{escape(c)}</b></td>" for c in cells) + "<td></td></tr>")
+    rows.append("</tbody></table>")
+    if stats["unknowns"]:
+        rows.append(f"<p>Not settled by the release: {escape(', '.join(stats['unknowns']))}.</p>")
+    return rows

@@ -43,7 +43,8 @@ def test_show_namespaces():
     assert sparse["versions"][0]["status"] == "unsupported"
     assert sparse["versions"][0]["namespace"]["namespace"] == "torch.sparse"
     rfft = json.loads(run("show", "torch.fft.rfft", "-f", "json").stdout)
-    assert rfft["versions"][0]["status"] == "unsupported"
+    assert rfft["versions"][0]["status"] == "cpu_fallback"
+    assert rfft["versions"][0]["namespace"] is None
 
 
 def test_show_one_target():
@@ -75,3 +76,40 @@ def test_bad_format():
     result = run("list", "--format", "xml")
     assert result.exit_code == 2
     assert "unknown --format xml" in result.stderr
+
+
+def test_show_prints_the_evidence_in_words():
+    result = run("show", "c10d::send", "--target", "2.14")
+    assert result.exit_code == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "c10d::send: native [release-2.33-pipeline-p2p, released]" in out
+    assert "released, the released Neuron 2.33 documentation." in out
+    assert "Inferred: no retrieved released text names send/recv." in out
+    data = json.loads(run("show", "c10d::send", "-t", "2.14", "-f", "json").stdout)
+    evidence = data["versions"][0]["ops"][0]["evidence"]
+    assert (evidence["key"], evidence["kind"]) == ("release-2.33-pipeline-p2p", "released")
+    assert evidence["reference"].startswith("https://awsdocs-neuron")
+
+
+def test_stats_counts_entries_by_status_and_evidence_kind():
+    data = json.loads(run("stats", "--format", "json").stdout)
+    assert [v["version"] for v in data["versions"]] == ["2.13.3.0", "2.14.3.0"]
+    for v in data["versions"]:
+        assert sum(v["by_status"].values()) == v["entries"] == sum(v["by_kind"].values())
+        for kind, row in v["by_kind_and_status"].items():
+            assert sum(row.values()) == v["by_kind"][kind]
+        assert (
+            v["by_kind"]["released"]
+            == v["by_source"]["release-2.33-quantized"]["entries"]
+            + v["by_source"]["release-2.33-distributed"]["entries"]
+            + v["by_source"]["release-2.33-pipeline-p2p"]["entries"]
+        )
+        assert v["default"] == {
+            "status": "cpu_fallback",
+            "source": "generic-cpu-fallback",
+            "kind": "released",
+        }
+        assert "fft" in v["unknowns"]
+    text = run("stats", "--target", "2.14")
+    assert text.exit_code == 0, text.stderr
+    assert "listed ops by evidence kind" in text.stdout and "released" in text.stdout

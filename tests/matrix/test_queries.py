@@ -48,7 +48,7 @@ def test_dtype_rules(m):
 def test_namespaces(m):
     assert m.namespace_status("torch.sparse.mm").status == "unsupported"
     assert m.namespace_status("torch.add") is None
-    rfft = m.namespace_status("torch.fft.rfft")
+    rfft = m.namespace_status("torch.fft.rfft")  # a partial namespace, as the schema allows
     assert rfft.status == "unsupported" and "partial" in rfft.note
     assert m.namespace_status("torch.fft.fftshift").status == "native"
     assert m.namespace_status("torch.fft").status == "partial"
@@ -71,10 +71,9 @@ def test_bundled_answers(version):
     assert b.op_status("aten::transpose.int").status == "native"  # device-agnostic view
     assert b.op_status("aten::t").status == "native"
     assert b.op_status("aten::linalg_qr").source == "dev-snapshot-cpu-fallback"
-    assert b.op_status("aten::_fft_r2c").status == "unsupported"
+    assert b.op_status("aten::_fft_r2c").status == "cpu_fallback"
     assert b.op_status("c10d::allreduce_").status == "native"
     assert b.op_status("c10d::_reduce_scatter_base_").status == "native"
-    assert b.op_status("c10d::send").status == "unsupported"
     assert b.op_status("aten::_sparse_coo_tensor_with_dims_and_tensors").status == "unsupported"
     assert b.op_status("aten::median.dim_values").status == "cpu_fallback"
     assert b.namespace_status("functorch.vmap").status == "unsupported"
@@ -85,5 +84,66 @@ def test_bundled_answers(version):
     )
     assert b.compile.modes_with_effect == ("default",)
     assert b.compile.dynamic_true_status == "unsupported"
+    assert (b.compile.other_modes, b.compile.failure_raises) == ("warn", True)
+    assert b.compile.fallback_env == "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
+    assert b.compile.fallback_option == "fallback_execution"
     assert b.dtype_rule("int64").runs_as == "int32"
     assert "UNVERIFIED" in b.evidence["project-brief"].title
+
+
+# --- released evidence wins where it speaks ---------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+def test_released_facts_decide_where_they_speak(version):
+    b = load_matrix(version)
+
+    def kind(op):
+        return b.evidence_kind(b.op_status(op).source)
+
+    # collectives that DDP, FSDP2, DTensor call, and pipelining's point-to-point
+    for op in ("c10d::allreduce_", "c10d::_allgather_base_", "c10d::_reduce_scatter_base_"):
+        assert (b.op_status(op).status, kind(op)) == ("native", "released")
+    for op in ("c10d::send", "c10d::recv_"):
+        verdict = b.op_status(op)
+        assert (verdict.status, kind(op)) == ("native", "released")
+        assert "Inferred" in b.evidence[verdict.source].note
+    assert b.op_status("c10d::recv_any_source_").status == "unsupported"
+    # quantized operator variants are N; dense ops that also take quantized tensors are not
+    for op in ("aten::quantize_per_tensor", "aten::dequantize.self", "aten::q_scale"):
+        assert (b.op_status(op).status, kind(op)) == ("unsupported", "released")
+    assert b.op_status("aten::eq.Tensor").status == "native"
+    assert b.op_status("aten::fake_quantize_per_tensor_affine").source != "release-2.33-quantized"
+    # the eager fallback rule is released; the default rests on it
+    assert b.evidence_kind(b.default.source) == "released"
+    assert b.evidence_kind(b.compile.source) == "released"
+
+
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+def test_fft_runs_through_the_cpu_fallback(version):
+    b = load_matrix(version)
+    assert b.namespace_rule("torch.fft.rfft") is None  # no partial split without evidence
+    for op in ("aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c", "aten::fft_hfft"):
+        verdict = b.op_status(op)
+        assert (verdict.status, verdict.source) == ("cpu_fallback", "dev-snapshot-no-fft-kernel")
+    assert "fft" in [u.topic for u in b.unknowns]
+
+
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+def test_vmap_takes_the_func_rule(version):
+    b = load_matrix(version)
+    assert b.namespace_status("torch.vmap").status == "unsupported"
+    assert b.namespace_status("torch.vmap").namespace == "torch.func"
+
+
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+def test_every_evidence_key_has_a_kind(version):
+    b = load_matrix(version)
+    assert {e.kind for e in b.evidence.values()} <= {
+        "released",
+        "dev-snapshot",
+        "torch-inference",
+        "unverified",
+    }
+    assert "unclassified" not in {b.evidence_kind(e.source) for e in b.ops.values()}
+    assert b.unknowns and all(u.note for u in b.unknowns)

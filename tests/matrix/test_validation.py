@@ -95,3 +95,33 @@ def test_yaml_syntax_error_names_the_line(write_matrix):
 
 def test_top_level_must_be_a_mapping(write_matrix):
     assert _error(write_matrix, "- a\n- b\n").field == "<top>"
+
+
+def test_bad_evidence_kind(write_matrix, valid_doc):
+    valid_doc["evidence"]["snap"]["kind"] = "rumour"
+    err = _error(write_matrix, valid_doc)
+    assert err.field == "evidence.snap.kind" and "rumour" in err.problem
+
+
+def test_evidence_without_a_kind_is_unclassified(write_matrix, valid_doc):
+    m = load_matrix(path=write_matrix(valid_doc))
+    assert m.evidence_kind("snap") == "unclassified"
+
+
+def test_bad_api_row(write_matrix, valid_doc):
+    valid_doc["apis"] = {"torch.sort": {"status": "cpu_fallback", "source": "snap", "ops": ["x"]}}
+    assert _error(write_matrix, valid_doc).field == "apis.torch.sort.ops[0]"
+    valid_doc["apis"] = {"torch.sort": {"status": "Y", "source": "snap"}}
+    assert _error(write_matrix, valid_doc).field == "apis.torch.sort.status"
+    valid_doc["apis"] = {"torch.sort": {"status": "native", "source": "snap", "kind": "host"}}
+    assert _error(write_matrix, valid_doc).field == "apis.torch.sort.kind"
+
+
+def test_unknown_needs_a_note(write_matrix, valid_doc):
+    valid_doc["unknowns"] = [{"topic": "fft"}]
+    assert _error(write_matrix, valid_doc).field == "unknowns[0].note"
+
+
+def test_bad_compile_option(write_matrix, valid_doc):
+    valid_doc["compile"]["other_modes"] = "ignored"
+    assert _error(write_matrix, valid_doc).field == "compile.other_modes"

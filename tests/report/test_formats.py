@@ -35,6 +35,29 @@ def test_html_is_self_contained_and_interactive() -> None:
     assert "<on the device>" not in html
 
 
+def test_html_shows_what_the_matrix_rests_on() -> None:
+    from neuron_migrate.matrix import load_matrix
+    from neuron_migrate.matrix.stats import matrix_stats
+
+    html = render(sample_report(), "html")
+    stats = matrix_stats(load_matrix("2.14.3.0"))
+    table = html[html.index('<table id="matrix-evidence">') :]
+    table = table[: table.index("</table>")]
+    released = stats["by_kind_and_status"]["released"]
+    row = "".join(
+        f"<td>{n}</td>"
+        for n in (
+            released["native"],
+            released["cpu_fallback"],
+            released["unsupported"],
+            stats["by_kind"]["released"],
+        )
+    )
+    assert f"<tr><td>released</td>{row}" in table
+    assert f"<td><b>{stats['entries']}</b></td>" in table
+    assert "Not settled by the release: per-op coverage" in html
+
+
 def test_junit_counts_follow_the_gate() -> None:
     root = ET.fromstring(render(sample_report(), "junit"))
     assert root.tag == "testsuites"

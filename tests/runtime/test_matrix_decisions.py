@@ -22,8 +22,8 @@ def test_fallback_downcast_and_refusal_are_reported(sim_run) -> None:
     assert run.err.count("NeuronDowncastWarning: float64 is not a neuron device dtype") == 1
     # the unsupported op raises, naming the op and the line
     assert (
-        "NeuronUnsupportedOpError: aten::_fft_r2c is not supported on the neuron device at "
-        in run.err
+        "NeuronUnsupportedOpError: aten::quantize_per_tensor is not supported on the neuron "
+        "device at " in run.err
     )
     assert "matrix_decisions.py:11" in run.err
 
@@ -35,10 +35,10 @@ def test_fallback_downcast_and_refusal_are_reported(sim_run) -> None:
     assert (downcast["dtype"], downcast["runs_as"]) == ("float64", "float32")
     assert downcast["first_location"].endswith("matrix_decisions.py:8")
     [refusal] = run.trace["refusals"]
-    assert refusal["op"] == "aten::_fft_r2c" and refusal["location"].endswith(
+    assert refusal["op"] == "aten::quantize_per_tensor" and refusal["location"].endswith(
         "matrix_decisions.py:11"
     )
-    assert run.op("aten::_fft_r2c")["refused"] == 1
+    assert run.op("aten::quantize_per_tensor")["refused"] == 1
 
 
 STAND_IN = """
