@@ -36,8 +36,9 @@ _SKIP_DIRS = frozenset(
 # an XLA device string ("xla"), or names an XLA/PJRT/Neuron environment variable (or
 # ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB). A file with
 # none of these substrings is skipped without being parsed; tests/scan check that no fixture
-# with a finding is ever skipped.
-PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS")
+# with a finding is ever skipped. A NUL byte is let through too: a binary file is no Python
+# source, and reading it reports it under `errors` rather than counting it clean.
+PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|\x00")
 
 
 def may_hold_findings(data: bytes) -> bool:

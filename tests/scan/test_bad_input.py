@@ -22,6 +22,7 @@ def bad_tree(tmp_path: Path) -> Path:
     (root / "py2.py").write_text('import torch_xla\nprint "hello"\n')
     (root / "latin1.py").write_bytes(b"import torch\nname = '\xe9t\xe9'\n")
     (root / "blob.py").write_bytes(b"\x7fELF\x00\x01\x02torch" * 10)
+    (root / "pickled.py").write_bytes(b"\x80\x04\x95\x00\x00\x00weights\x00" * 10)  # no "torch"
     (root / "empty.py").write_bytes(b"")
     (root / "dangling.py").symlink_to(root / "missing-target.py")
     (root / "loop.py").symlink_to(root / "loop.py")
@@ -39,6 +40,7 @@ def test_each_bad_file_is_reported_and_the_rest_scanned(bad_tree: Path) -> None:
         "py2.py": "syntax",
         "latin1.py": "encoding",
         "blob.py": "binary",
+        "pickled.py": "binary",
         "dangling.py": "unreadable",
         "loop.py": "loop",
         "generated.py": "too_large",
@@ -62,7 +64,7 @@ def test_cli_json_on_bad_tree_has_no_traceback(bad_tree: Path) -> None:
     # The findings left are torch_xla uses, not unsupported ops: the default gate passes.
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert len(payload["errors"]) == 6
+    assert len(payload["errors"]) == 7
     assert "Traceback" not in result.stdout + result.stderr
 
 
