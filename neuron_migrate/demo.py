@@ -80,11 +80,8 @@ def run_demo(
         if rewritten.changed:
             console.print(Syntax(rewritten.diff(), "diff", theme="ansi_dark", word_wrap=True))
             write_atomically(rewritten.path, rewritten.encoded())
-    console.print(
-        f"{summary.changed} files changed; {summary.rewritten} torch_xla uses rewritten, "
-        f"{summary.marked + summary.ambiguous} left for a person with a TODO marker "
-        f"({summary.conversion:.0f}% converted)"
-    )
+    for line in summary.lines("changed"):
+        console.print(escape(line), highlight=False)
 
     console.print(Rule("3. run: the migrated code on the simulated neuron device"))
     command = ["python", "train.py", "--steps", str(steps), "--log-every", "1"]

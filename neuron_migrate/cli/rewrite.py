@@ -51,13 +51,8 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
     err = Console(stderr=True)
     for error in summary.errors:
         err.print(f"[yellow]skipped[/] {error.path}: {error.reason}", highlight=False)
-    err.print(
-        f"{summary.changed} of {summary.files} files {verb}; "
-        f"{summary.rewritten} torch_xla uses rewritten, "
-        f"{summary.marked + summary.ambiguous} left for a person "
-        f"({summary.conversion:.0f}% converted)",
-        highlight=False,
-    )
+    for line in summary.lines(verb):
+        err.print(line, highlight=False, markup=False)
     if summary.from_cache:
         whose = "file's result" if summary.from_cache == 1 else "files' results"
         err.print(f"{summary.from_cache} {whose} from the cache", highlight=False)

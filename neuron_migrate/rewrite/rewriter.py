@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -20,6 +21,7 @@ from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
 from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.leftovers import IMPORT_MARKERS, unguarded_torch_xla_imports
 from neuron_migrate.rewrite.store import (
     CachedRewrite,
     NoRewriteCache,
@@ -57,6 +59,41 @@ class FileRewrite:
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
 
+    @cached_property
+    def torch_xla_imports(self) -> list[int]:
+        """Lines (of the new module) of the torch_xla imports that stop the migrated file
+        where torch_xla is missing; none when it runs without torch_xla."""
+        if self.error is not None:
+            return []
+        if not self.display.endswith(NOTEBOOK_SUFFIX):
+            return unguarded_torch_xla_imports(self.new)
+        from neuron_migrate.project.notebook import NotebookError, split_notebook
+
+        try:
+            return unguarded_torch_xla_imports(split_notebook(self.new).source)
+        except NotebookError:
+            return []
+
+    @property
+    def held_by(self) -> list[Outcome]:
+        """The sites left for a person that keep a torch_xla import in the migrated file: a
+        torch_xla name still called, a star import, a name of several meanings."""
+        if not self.torch_xla_imports:
+            return []
+        return [
+            o
+            for o in self.outcomes
+            if o.status in ("marked", "ambiguous")
+            and o.code not in IMPORT_MARKERS
+            and (o.api.startswith("torch_xla") or o.status == "ambiguous" or o.code == "NM197")
+        ]
+
+    @property
+    def already_marked(self) -> int:
+        """Sites left for a person whose markers an earlier run wrote: every one of a file the
+        rewrite leaves as it is (a marker it would add would change it)."""
+        return 0 if self.changed else self.count("marked") + self.count("ambiguous")
+
     def diff(self) -> str:
         if self.patch is not None:
             return self.patch
@@ -74,6 +111,8 @@ class FileRewrite:
             "kept": self.count("kept"),
             "marked": self.count("marked"),
             "ambiguous": self.count("ambiguous"),
+            "runs_without_torch_xla": not self.torch_xla_imports,
+            "torch_xla_held_by": [{"code": o.code, "line": o.line} for o in self.held_by],
             "sites": [
                 {"code": o.code, "line": o.line, "api": o.api, "status": o.status}
                 for o in self.outcomes
@@ -439,7 +478,10 @@ class RewriteSummary:
     marked: int = 0
     ambiguous: int = 0
     from_cache: int = 0  # files whose result an earlier run stored
+    already_marked: int = 0  # of those marked or ambiguous, the ones an earlier run marked
     per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Files that still import torch_xla where it is missing, with the sites that hold them.
+    need_torch_xla: list[tuple[str, list[int], list[Outcome]]] = field(default_factory=list)
 
     def add(self, result: FileRewrite) -> None:
         self.files += 1
@@ -455,12 +497,54 @@ class RewriteSummary:
         self.kept += statuses["kept"]
         self.marked += statuses["marked"]
         self.ambiguous += statuses["ambiguous"]
+        self.already_marked += result.already_marked
+        if result.torch_xla_imports:
+            self.need_torch_xla.append((result.display, result.torch_xla_imports, result.held_by))
 
     @property
     def conversion(self) -> float:
         """Share of torch_xla sites rewritten, out of all sites seen (100 when there were none)."""
         total = self.rewritten + self.kept + self.marked + self.ambiguous
         return 100.0 * (self.rewritten + self.kept) / total if total else 100.0
+
+    @property
+    def nothing_to_rewrite(self) -> bool:
+        """A re-run over migrated code: no file changes, and every site left was marked
+        before (its percentage would be about this run, which had nothing to do)."""
+        left = self.marked + self.ambiguous
+        return (
+            not self.changed
+            and not self.rewritten
+            and not self.kept
+            and left > 0
+            and (self.already_marked == left)
+        )
+
+    def lines(self, verb: str) -> list[str]:
+        """The summary a person reads (on stderr): counts, then the files that will not run
+        without torch_xla and what holds each."""
+        left = self.marked + self.ambiguous
+        head = f"{self.changed} of {self.files} files {verb}; "
+        if self.nothing_to_rewrite:
+            uses = "use" if left == 1 else "uses"
+            head += f"nothing left to rewrite: {left} torch_xla {uses} left for a person, marked"
+        else:
+            head += (
+                f"{self.rewritten} torch_xla uses rewritten, {left} left for a person "
+                f"({self.conversion:.0f}% converted)"
+            )
+        out = [head]
+        if self.need_torch_xla:
+            count = len(self.need_torch_xla)
+            out.append(
+                f"{count} {'file' if count == 1 else 'files'} will not run without torch_xla "
+                "until the markers that hold their torch_xla imports are done:"
+            )
+            for display, imports, holders in self.need_torch_xla:
+                held = ", ".join(f"{o.code} (line {o.line})" for o in holders)
+                where = ", ".join(str(line) for line in imports)
+                out.append(f"  {display}: import at line {where}; held by {held or 'the import'}")
+        return out
 
     @property
     def internal_errors(self) -> list[FileError]:
@@ -481,6 +565,8 @@ class RewriteSummary:
             "left_for_person": self.marked + self.ambiguous,
             "ambiguous": self.ambiguous,
             "conversion_percent": round(self.conversion, 1),
+            "already_marked": self.already_marked,
+            "need_torch_xla": [display for display, _, _ in self.need_torch_xla],
             "from_cache": self.from_cache,
             "rules": self.rules_json(),
         }

@@ -91,6 +91,8 @@ def rewrite_source(
         printer,
         plain_binders,
         left,
+        sorted({site.call_span[0] for site in index.imports if site.call_span}),
+        ctx.outcomes,
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)

@@ -7,6 +7,7 @@ change which branch runs, so it stays with a marker instead.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import sys
@@ -27,6 +28,7 @@ from neuron_migrate.rewrite.codemod.outline import Imported
 from neuron_migrate.rewrite.codemod.output import Printer
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.rewrite.codemod.recording import Extent
+from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.rewrite.codemod.statements import (
@@ -159,9 +161,14 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         xla_mentions: SpanSet,
         plain_binders: frozenset[str] = frozenset(),
         left: frozenset[str] = frozenset(),
+        import_lines: Sequence[int] = (),
+        outcomes: list[Outcome] | None = None,
     ) -> None:
         super().__init__()
         self.ruleset = ruleset
+        # The lines torch_xla import statements start on, sorted: where a marker's site is.
+        self.import_lines = import_lines
+        self.outcomes = outcomes if outcomes is not None else []
         self.usage = usage
         self.plain_binders = plain_binders
         self.left = left
@@ -278,8 +285,19 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             code = GUARD_RULE if used == "tested" else "NM100"
         if code == "NM100" and not used:
             return line
+        self._record(code, original, line)
         marker = self.ruleset.get(code).marker()
         return with_comments(line, [marker], self.already_above(original))
+
+    def _record(self, code: str, original: cst.BaseStatement, line: cst.BaseStatement) -> None:
+        """A marked import is a site left for a person, counted as the rule pass counts its."""
+        extent = self.extents.get(original) or self.made_from.get(original)
+        if extent is None:
+            return
+        at = bisect.bisect_left(self.import_lines, extent[0])
+        if at == len(self.import_lines) or self.import_lines[at] > extent[2]:
+            return
+        self.outcomes.append(Outcome(code, self.import_lines[at], _xla_module(line), "marked"))
 
     def _kept(
         self, line: cst.SimpleStatementLine
@@ -350,6 +368,27 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
                 used = _stronger(used, why)
             return _rebuild(small, keep), removed, used
         return small, False, None
+
+
+def _xla_module(line: cst.BaseStatement) -> str:
+    """The first torch_xla module a line of imports names: the marked site's API."""
+    if isinstance(line, OpaqueStatement):
+        for imported in line.cut.imports:
+            if _is_torch_xla(imported.module):
+                return imported.module
+        return "torch_xla"
+    for small in getattr(line, "body", ()):
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                if _is_torch_xla(dotted(alias.name)):
+                    return dotted(alias.name)
+        elif (
+            isinstance(small, cst.ImportFrom)
+            and small.module is not None
+            and _is_torch_xla(dotted(small.module))
+        ):
+            return dotted(small.module)
+    return "torch_xla"
 
 
 def _stronger(a: Why, b: Why) -> Why:
@@ -429,6 +468,8 @@ def clean_imports(
     printer: Printer,
     plain_binders: frozenset[str] = frozenset(),
     left: frozenset[str] = frozenset(),
+    import_lines: Sequence[int] = (),
+    outcomes: list[Outcome] | None = None,
 ) -> cst.Module:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
@@ -437,10 +478,21 @@ def clean_imports(
     rule pass made, where what it stands in place of was in the source; `printer`: prints its
     top-level statements for the output; `plain_binders`: the names torch_xla imports other than
     the side-effect ones (`import torch_xla.distributed.xla_backend`) bind; `left`: the codes of
-    the rules with a site the rule pass left as it was."""
+    the rules with a site the rule pass left as it was; `import_lines`: the sorted lines the
+    torch_xla import statements start on; `outcomes`: where each marked import is recorded."""
     usage = _Usage(module, extents, source, printer)
     usage.cover(imported)
-    cleanup = ImportCleanup(ruleset, usage, extents, made_from, xla_mentions, plain_binders, left)
+    cleanup = ImportCleanup(
+        ruleset,
+        usage,
+        extents,
+        made_from,
+        xla_mentions,
+        plain_binders,
+        left,
+        import_lines,
+        outcomes,
+    )
     return module.visit(cleanup)
 
 

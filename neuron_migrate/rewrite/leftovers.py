@@ -1,0 +1,56 @@
+"""What a migrated file still needs of torch_xla: the imports that stop it on a machine without
+torch_xla (every TorchNeuron machine), read from its new text with the standard library."""
+
+from __future__ import annotations
+
+import ast
+
+# Handlers that catch a missing module: an import under them is an availability guard.
+_CATCHES_MISSING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# The rules whose markers sit on the imports themselves: they say what holds an import, they do
+# not hold it.
+IMPORT_MARKERS = frozenset({"NM100", "NM198"})
+
+
+def _is_torch_xla(module: str | None) -> bool:
+    return module is not None and (module == "torch_xla" or module.startswith("torch_xla."))
+
+
+def _catches_missing(node: ast.Try) -> bool:
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        for kind in kinds:
+            if kind is None:
+                return True
+            name = kind.id if isinstance(kind, ast.Name) else getattr(kind, "attr", None)
+            if name in _CATCHES_MISSING:
+                return True
+    return False
+
+
+def unguarded_torch_xla_imports(source: str) -> list[int]:
+    """The lines of the torch_xla imports in `source` that raise ModuleNotFoundError where
+    torch_xla is missing: every one not inside a `try` that catches ImportError. (One in a
+    function counts: it fails when the function runs.)"""
+    if "torch_xla" not in source:
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    lines: list[int] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Try) and _catches_missing(node):
+            todo.extend([*node.handlers, *node.orelse, *node.finalbody])
+            continue
+        if isinstance(node, ast.Import):
+            if any(_is_torch_xla(alias.name) for alias in node.names):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and _is_torch_xla(node.module):
+                lines.append(node.lineno)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return sorted(lines)
