@@ -190,6 +190,22 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
+        self._import_markers = frozenset(
+            self.ruleset.get(code).marker() for code in ("NM100", GUARD_RULE)
+        )
+        self._drop_header_markers = False
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        module = super().leave_Module(original, updated)
+        if not self._drop_header_markers:
+            return module
+        # The first statement was an import, deleted: the markers above it are in the header.
+        header = [
+            line
+            for line in module.header
+            if line.comment is None or line.comment.value not in self._import_markers
+        ]
+        return module.with_changes(header=header)
 
     def visit_Try(self, node: cst.Try) -> None:
         if _catches_import_error(node):
@@ -275,8 +291,10 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return line
         guarded = self._guarded()
         if not kept and not guarded:
-            # A comment after the import spoke of the import itself: it goes with it.
-            return deleted(_comment_dropped(line))
+            # A comment after the import spoke of the import itself: it goes with it, and so
+            # does a marker an earlier run wrote above it.
+            self._drop_header_markers |= bool(self.already_above(original))
+            return deleted(_without_import_markers(_comment_dropped(line)))
         if not kept:  # an availability guard: keep the import as it was, and say why
             code = GUARD_RULE
         else:
@@ -402,6 +420,17 @@ def _without(
     if kept[-1].semicolon is not cst.MaybeSentinel.DEFAULT:
         kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
     return line.with_changes(body=kept)
+
+
+def _without_import_markers(line: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """The line without the NM100 / NM198 markers above it: they spoke of this import."""
+    kept = [
+        empty
+        for empty in line.leading_lines
+        if empty.comment is None
+        or not empty.comment.value.startswith((f"{TODO_PREFIX}NM100)", f"{TODO_PREFIX}NM198)"))
+    ]
+    return line.with_changes(leading_lines=kept)
 
 
 def _comment_dropped(line: cst.BaseStatement) -> cst.SimpleStatementLine:

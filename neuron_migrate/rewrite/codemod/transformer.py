@@ -58,6 +58,7 @@ _LOOSE_EXPRESSIONS = (
     cst.BinaryOperation,
 )
 _CONDITIONAL = (cst.IfExp, cst.Lambda)
+PendingEnv = tuple[Span, RuledSite, cst.CSTNode]
 _STATEMENT_HOSTS = (cst.Expr, cst.Assign, cst.Return)
 
 
@@ -83,7 +84,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         )
         self.pending_statement: dict[Span, RuledSite] = {}
         self.pending_with: dict[Span, RuledSite] = {}
-        self.pending_env: dict[int, list[tuple[Span, RuledSite]]] = defaultdict(list)
+        # Environment variables a statement names, with the key's node: its marker goes above
+        # the statement that holds that node, wherever a transform of the line puts it.
+        self.pending_env: dict[int, list[PendingEnv]] = defaultdict(list)
         self._notes: dict[int, list[str]] = defaultdict(list)  # NOTE lines, by statement
         # Sites whose outcome is their enclosing call's (xm.REDUCE_SUM in an xm.all_reduce that
         # converts it, or stays), by the span of that call.
@@ -129,7 +132,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.nodes.pop()
         if type(original) in STATEMENTS:
             self.statements.pop()
-            for _, ruled in self.pending_env.pop(id(original), []):
+            for _, ruled, _ in self.pending_env.pop(id(original), []):
                 # read in a compound statement's header (`if os.environ.get("PJRT_DEVICE")`):
                 # no setter to delete, a person decides
                 self.mark(ruled, statement=original)
@@ -325,7 +328,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled, node=updated)
             return updated
         if target.delete_statement:
-            self.pending_env[id(self.statements[-1])].append((span, ruled))
+            self.pending_env[id(self.statements[-1])].append((span, ruled, updated))
             return updated
         self.defer(target.deferred)
         self.record(ruled, "kept" if new is updated else "rewritten")
@@ -395,8 +398,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             else:
                 changed = True
                 out.extend(replacement)
-        for _, ruled in env:  # a variable read, not set: a person decides
-            self.mark(ruled)
+        for _, ruled, node in env:  # a variable read, not set: a person decides
+            self.mark(ruled, node=node)
         return out if changed else None
 
     def _statement(self, old: cst.BaseSmallStatement, new: cst.BaseSmallStatement, alone: bool):
@@ -429,13 +432,13 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self._notes[id(statement)].extend(note_text(ruled.rule, n) for n in target.notes)
         return result
 
-    def _env_statement(self, old: cst.BaseSmallStatement, env: list[tuple[Span, RuledSite]]):
+    def _env_statement(self, old: cst.BaseSmallStatement, env: list[PendingEnv]):
         """Delete `os.environ[K] = v`, `os.environ.setdefault(K, v)`, `os.environ.pop(K)` and
         `del os.environ[K]` for a variable whose rule says it is dead."""
         key = _environ_key(old)
         if key is None:
             return None
-        for i, (span, ruled) in enumerate(env):
+        for i, (span, ruled, _) in enumerate(env):
             if self.span_of(key) == span:
                 env.pop(i)
                 self.record(ruled, "rewritten")

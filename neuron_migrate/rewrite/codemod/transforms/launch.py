@@ -75,6 +75,11 @@ def spawn(t: StatementTarget) -> list[NewStatement] | None:
         return None
     if "join" in values and not is_true(values["join"]):
         return None  # the caller goes on while workers run: not a plain call
+    launched = bind_arguments(t.original_call, _LAUNCH_PARAMS if launch else _SPAWN_PARAMS)
+    if launched is not None and t.ctx.qualname_of_reference(launched["fn"]):
+        # a torch_xla function launched (`torch_xla.launch(xm.xla_device)`): left for a person,
+        # whose call the next run would rewrite
+        return None
     single = number(values.get("nprocs")) == 1 or is_true(values.get("debug_single_process"))
     index = cst.Integer("0") if single else render('int(os.environ.get("LOCAL_RANK", 0))', t.ctx)
     rest = unpacked(values.get("args"))
