@@ -48,6 +48,27 @@ def register(commands: Commands) -> None:
     stats = add_command(group, "stats", matrix_stats)
     _add_targets(stats)
     _add_format(stats)
+    imp = add_command(group, "import", matrix_import)
+    imp.add_argument(
+        "file", help="The official per-API table (markdown) or a `matrix probe` file (JSON)."
+    )
+    imp.add_argument(
+        "--base", metavar="VERSION", help="Matrix the file is laid over; default: the newest."
+    )
+    imp.add_argument(
+        "--version",
+        dest="new_version",
+        metavar="VERSION",
+        help="torch-neuronx version of the new matrix; default: the one the file names.",
+    )
+    imp.add_argument("--torch", metavar="VERSION", help="torch it pairs with; default: the file's.")
+    imp.add_argument(
+        "-o",
+        "--out",
+        metavar="FILE",
+        help="Where to write it; default: compat_matrix/VERSION.yaml beside the bundled ones.",
+    )
+    imp.add_argument("--force", action="store_true", help="Overwrite an existing matrix file.")
 
 
 def _add_targets(parser: argparse.ArgumentParser) -> None:
@@ -278,3 +299,39 @@ def matrix_stats(args: argparse.Namespace) -> int:
         print_stats(console, one)
         console.print()
     return 0
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+def matrix_import(args: argparse.Namespace) -> int:
+    """Make a new matrix version from the official per-API table or a probe file."""
+    from pathlib import Path
+
+    from neuron_migrate.matrix import clear_cache, load_matrix, resolve_version
+    from neuron_migrate.matrix.import_evidence import default_output, import_file
+    from neuron_migrate.matrix.stats import matrix_stats as compute
+
+    base = load_matrix(resolve_version(args.base))
+    version, text = import_file(
+        Path(args.file),
+        base=_matrix_file(base.version),
+        version=args.new_version,
+        torch=args.torch,
+    )
+    out = Path(args.out) if args.out else default_output(version)
+    if out.exists() and not args.force:
+        raise UsageError(f"{out} exists; pass --force to overwrite it or -o for another file")
+    out.write_text(text, encoding="utf-8")
+    clear_cache()
+    stats = compute(load_matrix(path=out))  # it must load, as any matrix
+    counts = ", ".join(f"{n} {s}" for s, n in stats["by_status"].items())
+    kinds = ", ".join(f"{n} {k}" for k, n in stats["by_kind"].items() if n)
+    print(f"wrote {out}: torch-neuronx {version} over {base.version}; {counts}; evidence: {kinds}")
+    return 0
+
+
+def _matrix_file(version: str) -> Any:
+    from neuron_migrate import resources
+
+    return resources.matrix_dir() / f"{version}.yaml"

@@ -36,6 +36,7 @@ import yaml
 
 from neuron_migrate import resources
 from neuron_migrate.matrix.names import normalize_op
+from neuron_migrate.matrix.writer import Group, dump_yaml, render_ops
 from neuron_migrate.yaml_data import load_yaml
 
 SNAPSHOT_FILE = "sources/dev-snapshot-2026-04-registered-ops.json"
@@ -49,15 +50,6 @@ _BY_BASE = "dev-snapshot registered by base name"
 _ALLOCATION = ("aten::empty.memory_format", "aten::empty_strided")
 # What torch calls to copy between the host and a PrivateUse1 device; no CPU kernel of its own.
 _TRANSFER = "aten::_copy_from"
-
-
-@dataclass
-class Group:
-    name: str
-    status: str
-    source: str
-    note: str
-    ops: dict[str, str] = field(default_factory=dict)  # op -> per-op note
 
 
 @dataclass
@@ -565,41 +557,21 @@ def render(
         "evidence_shared_with": [v for v in curated["versions"] if v != version],
         "op_universe": f"aten/c10d overloads of torch {torch_version}",
     }
-    parts = ["\n".join(header), _dump(top)]
+    parts = ["\n".join(header), dump_yaml(top)]
     parts.append("# Where every claim below comes from. Each group and rule names one key.")
-    parts.append(_dump({"evidence": curated["evidence"]}))
-    parts.append(_dump({"default": curated["default"]}))
+    parts.append(dump_yaml({"evidence": curated["evidence"]}))
+    parts.append(dump_yaml({"default": curated["default"]}))
     parts.append("# 64-bit dtypes: computed in 32 bits on the device.")
-    parts.append(_dump({"dtype_aliases": curated["dtype_aliases"], "dtypes": curated["dtypes"]}))
-    parts.append(_dump({"namespaces": curated["namespaces"]}))
-    parts.append(_dump({"memory_formats": curated["memory_formats"]}))
-    parts.append(_dump({"compile": curated["compile"]}))
+    parts.append(
+        dump_yaml({"dtype_aliases": curated["dtype_aliases"], "dtypes": curated["dtypes"]})
+    )
+    parts.append(dump_yaml({"namespaces": curated["namespaces"]}))
+    parts.append(dump_yaml({"memory_formats": curated["memory_formats"]}))
+    parts.append(dump_yaml({"compile": curated["compile"]}))
     parts.append("# What the released behaviour does not settle (said, not guessed).")
-    parts.append(_dump({"unknowns": curated["unknowns"]}))
-    parts.append(_render_ops(groups))
+    parts.append(dump_yaml({"unknowns": curated["unknowns"]}))
+    parts.append(render_ops(groups))
     return "\n\n".join(p.rstrip() for p in parts) + "\n"
-
-
-def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
-
-
-def _render_ops(groups: list[Group]) -> str:
-    lines = ["# Per-op status, grouped by the evidence behind it.", "ops:"]
-    for group in groups:
-        lines.append(f"  # --- {group.name}: {len(group.ops)} ops, {group.status}")
-        body = {"group": group.name, "status": group.status, "source": group.source}
-        if group.note:
-            body["note"] = group.note
-        chunk = _dump([body]).rstrip().splitlines()
-        lines += ["  " + line for line in chunk]
-        lines.append("    ops:")
-        for op, note in group.ops.items():
-            if note:
-                lines.append(f"      - {{op: {op}, note: {json.dumps(note)}}}")
-            else:
-                lines.append(f"      - {op}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,6 +172,19 @@ class _Classifier:
                 f"{' (' + namespace.note + ')' if namespace.note else ''} [{namespace.source}]",
             )
             return
+        row = ctx.matrix.api_status(qualname)
+        if row is not None and row.status == "unsupported":
+            # An N row of an imported official table: the API is refused whatever ops it reaches.
+            self.add(
+                site,
+                ctx.rules.for_analyzer("op-unsupported"),
+                category="op",
+                status="unsupported",
+                api=qualname,
+                message=f"{qualname}: N (not supported) in the official table of torch-neuronx "
+                f"{ctx.matrix.version}{' (' + row.note + ')' if row.note else ''} [{row.source}]",
+            )
+            return
         if qualname in _FLOAT64_NAMES:
             self.add_float64(site, qualname)
             return
