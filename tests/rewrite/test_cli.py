@@ -108,14 +108,15 @@ def test_a_broken_file_is_reported_and_the_run_goes_on(project):
 
 
 def test_unsafe_fixes_apply_only_on_request(tmp_path):
-    source = "import torch_xla.debug.metrics as met\n\nprint(met.metrics_report())\n"
+    source = "from torch_xla.amp import GradScaler\n\nscaler = GradScaler(2.0**14)\n"
     target = tmp_path / "m.py"
     target.write_text(source)
     run(str(target), "--apply")
-    assert "TODO(neuron-migrate NM509)" in target.read_text()
+    assert "TODO(neuron-migrate NM506)" in target.read_text()
     target.write_text(source)
     run(str(target), "--apply", "--unsafe-fixes")
-    assert target.read_text() == "import torch_neuronx\n\nprint(torch_neuronx.metrics.report())\n"
+    expected = 'import torch\n\nscaler = torch.amp.GradScaler("neuron", 2.0**14)\n'
+    assert target.read_text() == expected
 
 
 def test_apply_and_out_dir_together_is_a_usage_error(project, tmp_path):

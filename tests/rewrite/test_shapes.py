@@ -27,20 +27,8 @@ MARKED = [
     ("NM110", XM + "names = xm.get_xla_supported_devices(devkind='TPU')\n"),
     ("NM110", "import torch_xla\n\nlisting = torch_xla.devices\n"),
     ("NM514", XM + "with xm.fork_rng(device):\n    pass\n"),
-    # the other branch steps the optimizer itself: this one's model is not wrapped in DDP
-    (
-        "NM501",
-        XM + "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
-        "def f(model, opt, ddp):\n    if ddp:\n        model = DDP(model)\n"
-        "    if ddp:\n        opt.step()\n    else:\n        xm.optimizer_step(opt)\n",
-    ),
-    (
-        "NM501",
-        XM + "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
-        "def f(model, opt, mode):\n    model = DDP(model) if mode == 'ddp' else model\n"
-        "    if mode == 'ddp':\n        opt.step()\n    elif mode == 'xla':\n"
-        "        xm.optimizer_step(opt, barrier=True)\n",
-    ),
+    # replica subgroups: no one torch.distributed group stands for them here
+    ("NM501", XM + "def f(opt, groups):\n    xm.optimizer_step(opt, groups=groups)\n"),
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 import libcst as cst
 
 from neuron_migrate.rewrite.codemod.context import FileContext, module_bindings
+from neuron_migrate.rewrite.codemod.helpers import HELPERS as ADDED_HELPERS
 from neuron_migrate.rewrite.codemod.markers import (
     NOTE_PREFIX,
     TODO_PREFIX,
@@ -52,6 +53,7 @@ Why = Literal["used", "tested"] | None
 HELPERS = {
     DEVICE_LOADER: DEVICE_LOADER_SOURCE,
     DEVICE_LOADER_SPARE: device_loader_source(DEVICE_LOADER_SPARE),
+    **{name: helper.source for name, helper in ADDED_HELPERS.items()},
 }
 
 
@@ -655,7 +657,11 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
         remaining = []
         for text, statement in zip(lines, new, strict=True):
             root = (
-                "os" if text == "import os" else "torch" if text.startswith("import torch") else ""
+                text.split()[1]
+                if text in ("import os", "import time")
+                else "torch"
+                if text.startswith("import torch")
+                else ""
             )
             if root and _place_in_group(body, start, index, statement, root):
                 index += 1

@@ -3,6 +3,7 @@
 from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported to register)
     collectives,
     device,
+    helper_calls,
     launch,
     literals,
     steps,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
 from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
@@ -110,18 +111,24 @@ def inline_step_closure(t: CallTarget) -> cst.BaseExpression | None:
 @expression("optimizer-step")
 def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
     """xm.optimizer_step(optimizer, barrier=False, optimizer_args={}, groups=None, pin_layout=True)
-    -> optimizer.step(**optimizer_args), where DDP/FSDP2 visibly reduces the gradients."""
+    -> optimizer.step(**optimizer_args), where DDP/FSDP2 visibly reduces the gradients;
+    elsewhere neuron_optimizer_step(optimizer, optimizer_args), a helper added to the file that
+    averages the gradients over the process group first, as torch_xla did (`barrier` asked for
+    a mark_step, which the native device does not need)."""
     values = bind_arguments(
         t.call, ("optimizer", "barrier", "optimizer_args", "groups", "pin_layout")
     )
     if values is None or "optimizer" not in values or not is_none(values.get("groups")):
         return None
-    if not (t.ctx.wraps_model() or t.ctx.unsafe):
-        return None
-    if t.site.line in t.ctx.unwrapped_steps:  # known unwrapped: no assumption makes it right
-        return None
-    step_args: list[cst.Arg] = []
     extra = values.get("optimizer_args")
+    if not t.ctx.wraps_model() or t.site.line in t.ctx.unwrapped_steps:
+        if not use_helper(t.ctx, "neuron_optimizer_step"):
+            return None
+        args = [cst.Arg(values["optimizer"])]
+        if extra is not None and not (isinstance(extra, cst.Dict) and not extra.elements):
+            args.append(cst.Arg(extra))
+        return cst.Call(func=cst.Name("neuron_optimizer_step"), args=with_commas(args))
+    step_args: list[cst.Arg] = []
     if extra is not None and not (isinstance(extra, cst.Dict) and not extra.elements):
         step_args.append(cst.Arg(value=extra, star="**"))
     method = cst.Attribute(value=parenthesize(values["optimizer"]), attr=cst.Name("step"))

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
+from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound
 from neuron_migrate.rewrite.codemod.targets import (
     CallTarget,
@@ -164,12 +166,12 @@ def _needs_process_group(qualnames: Iterable[str]) -> bool:
     return _INIT not in found and not found.isdisjoint(_PROCESS_GROUP_USERS)
 
 
-def _device_loader(t: CallTarget, loader: cst.BaseExpression, device: cst.BaseExpression):
+def _device_loader(ctx: FileContext, loader: cst.BaseExpression, device: cst.BaseExpression):
     name = DEVICE_LOADER
-    if DEVICE_LOADER in t.ctx.taken and DEVICE_LOADER not in t.ctx.own_helpers:
+    if DEVICE_LOADER in ctx.taken and DEVICE_LOADER not in ctx.own_helpers:
         name = DEVICE_LOADER_SPARE  # the name is the project's own class
-    t.ctx.helpers.add(name)
-    t.ctx.use_modules(cst.Name("torch"))  # the helper class names torch
+    ctx.helpers.add(name)
+    ctx.use_modules(cst.Name("torch"))  # the helper class names torch
     args = with_commas([cst.Arg(loader), cst.Arg(device)])
     return cst.Call(func=cst.Name(name), args=args)
 
@@ -180,32 +182,45 @@ def device_loader(t: CallTarget) -> cst.BaseExpression | None:
     values = bind_arguments(t.call, ("loader", "device", *_LOADER_OPTIONS))
     if values is None or "loader" not in values or "device" not in values:
         return None  # input_sharding= (SPMD) or an unknown option
-    return _device_loader(t, values["loader"], values["device"])
+    return _device_loader(t.ctx, values["loader"], values["device"])
 
 
 @expression("parallel-loader")
 def parallel_loader(t: CallTarget) -> cst.BaseExpression | None:
-    """pl.ParallelLoader(loader, devices).per_device_loader(device) -> NeuronDeviceLoader(...).
+    """pl.ParallelLoader(loader, devices).per_device_loader(device) -> NeuronDeviceLoader(...);
+    any other use (`para = pl.ParallelLoader(...)`, `para.per_device_loader(d)` later) ->
+    NeuronParallelLoader(loader, devices), a helper whose per_device_loader gives the same.
 
-    The site is the inner call; the chained call around it is replaced when it is left."""
+    In the chained form the site is the inner call; the chained call around it is replaced
+    when it is left."""
     values = bind_arguments(t.call, ("loader", "devices", *_LOADER_OPTIONS))
-    if values is None or "loader" not in values or len(t.parents) < 2:
+    if values is None or "loader" not in values or "devices" not in values:
         return None
-    attribute, outer = t.parents[-1], t.parents[-2]
-    if not (
+    if not _chained(t.parents):
+        if not use_helper(t.ctx, "NeuronParallelLoader"):
+            return None
+        args = with_commas([cst.Arg(values["loader"]), cst.Arg(values["devices"])])
+        return cst.Call(func=cst.Name("NeuronParallelLoader"), args=args)
+    loader, ctx = values["loader"], t.ctx  # the edit keeps no reference to `t`: no cycle
+
+    def edit(chained: cst.Call) -> cst.BaseExpression:
+        device = bind_arguments(chained, ("device",))
+        if not device or "device" not in device:
+            return chained
+        return _device_loader(ctx, loader, device["device"])
+
+    t.deferred.append((t.parents[-2], edit))
+    return t.call
+
+
+def _chained(parents: Sequence[cst.CSTNode]) -> bool:
+    """Whether the call is the receiver of a `.per_device_loader(...)` call."""
+    if len(parents) < 2:
+        return False
+    attribute, outer = parents[-1], parents[-2]
+    return (
         isinstance(attribute, cst.Attribute)
         and attribute.attr.value == "per_device_loader"
         and isinstance(outer, cst.Call)
         and outer.func is attribute
-    ):
-        return None
-    loader = values["loader"]
-
-    def edit(chained: cst.Call) -> cst.Call:
-        device = bind_arguments(chained, ("device",))
-        if not device or "device" not in device:
-            return chained
-        return _device_loader(t, loader, device["device"])
-
-    t.deferred.append((outer, edit))
-    return t.call
+    )

@@ -1,0 +1,197 @@
+"""Small functions and classes a rewrite adds to the migrated file, where torch_xla's behaviour
+is defined and PyTorch has the parts but no one call says it (gradients averaged before a step,
+a payload exchange, a rate tracker). Migrated code never depends on this tool: the helper's
+source goes into the file, next to its imports.
+
+Each helper names only `torch` and `os` (by those names), and the helpers it lists in `uses`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neuron_migrate.rewrite.codemod.context import FileContext
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    source: str
+    modules: tuple[str, ...] = ("torch",)
+    uses: tuple[str, ...] = ()
+
+
+_OPTIMIZER_STEP = '''
+def neuron_optimizer_step(optimizer, optimizer_args=None):
+    """Average the gradients over the process group's ranks, then step (xm.optimizer_step)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        world_size = torch.distributed.get_world_size()
+        if world_size > 1:
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        torch.distributed.all_reduce(param.grad)
+                        param.grad.div_(world_size)
+    return optimizer.step(**(optimizer_args or {}))
+'''
+
+_RENDEZVOUS = '''
+def neuron_rendezvous(payload=b"", ordinals=None, tag=None):
+    """Every rank's payload, in rank order (xm.xla_rendezvous); a process alone gets its own."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [payload]
+    payloads = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(payloads, payload)
+    return payloads
+'''
+
+_SERIAL_EXECUTOR = '''
+class NeuronSerialExecutor:
+    """Runs a function on one process of this machine at a time (xmp.MpSerialExecutor)."""
+
+    def run(self, fn):
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return fn()
+        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        result = None
+        for turn in range(int(os.environ.get("LOCAL_WORLD_SIZE", 1))):
+            if turn == local_rank:
+                result = fn()
+            dist.barrier()
+        return result
+'''
+
+_RATE_TRACKER = '''
+class NeuronRateTracker:
+    """Samples per second, smoothed and since the start (xm.RateTracker)."""
+
+    def __init__(self, smooth_factor=None):
+        if smooth_factor is None:
+            smooth_factor = float(os.environ.get("RATE_TRACKER_SMOOTHING", 0.4))
+        self._smooth_factor = smooth_factor
+        self._start_time = time.time()
+        self._partial_time = self._start_time
+        self._partial_count = 0.0
+        self._partial_rate = None
+        self._count = 0.0
+
+    def add(self, count):
+        self._count += count
+
+    def rate(self):
+        now = time.time()
+        elapsed = now - self._partial_time
+        if elapsed <= 0:
+            return 0.0
+        current = self._count / elapsed
+        if self._partial_rate is not None:
+            current = (1 - self._smooth_factor) * current + self._smooth_factor * self._partial_rate
+        self._partial_count += self._count
+        self._count = 0.0
+        self._partial_time = now
+        self._partial_rate = current
+        return current
+
+    def global_rate(self):
+        elapsed = time.time() - self._start_time
+        return (self._partial_count + self._count) / elapsed if elapsed > 0 else 0.0
+'''
+
+_SAMPLE_GENERATOR = '''
+class NeuronSampleGenerator:
+    """Yields the same `data` `sample_count` times, like a DataLoader (xu.SampleGenerator)."""
+
+    def __init__(self, data, sample_count):
+        self.data = data
+        self.sample_count = sample_count
+
+    def __iter__(self):
+        for _ in range(self.sample_count):
+            yield self.data
+
+    def __len__(self):
+        return self.sample_count
+'''
+
+_PARALLEL_LOADER = '''
+class NeuronParallelLoader:
+    """pl.ParallelLoader(loader, devices): per_device_loader(device) moves each batch there."""
+
+    def __init__(self, loader, devices):
+        self.loader = loader
+        self.devices = devices
+
+    def per_device_loader(self, device):
+        return NeuronDeviceLoader(self.loader, device)
+'''
+
+_TRAINING_UPDATE = '''
+def neuron_print_training_update(
+    device, step, loss, rate, global_rate, epoch=None, summary_writer=None
+):
+    """One training progress line (test_utils.print_training_update)."""
+    rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
+    where = str(device) if rank is None else f"{device}/{rank}"
+    fields = [
+        "Training",
+        f"Device={where}",
+        f"Epoch={epoch}" if epoch is not None else None,
+        f"Step={step}",
+        f"Loss={loss:.5f}",
+        f"Rate={rate:.2f}",
+        f"GlobalRate={global_rate:.2f}",
+        f"Time={time.strftime('%H:%M:%S')}",
+    ]
+    print("|", " ".join(f for f in fields if f), flush=True)
+    if summary_writer is not None:
+        summary_writer.add_scalar("examples/sec", rate)
+        summary_writer.add_scalar("average_examples/sec", global_rate)
+'''
+
+_TEST_UPDATE = '''
+def neuron_print_test_update(device, accuracy, epoch=None, step=None):
+    """One evaluation result line (test_utils.print_test_update)."""
+    rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
+    where = str(device) if rank is None else f"{device}/{rank}"
+    fields = [
+        "Test",
+        f"Device={where}",
+        f"Step={step}" if step is not None else None,
+        f"Epoch={epoch}" if epoch is not None else None,
+        f"Accuracy={accuracy:.2f}" if accuracy is not None else None,
+        f"Time={time.strftime('%H:%M:%S')}",
+    ]
+    print("|", " ".join(f for f in fields if f), flush=True)
+'''
+
+HELPERS: dict[str, Helper] = {
+    h.name: h
+    for h in (
+        Helper("neuron_optimizer_step", _OPTIMIZER_STEP),
+        Helper("neuron_rendezvous", _RENDEZVOUS),
+        Helper("NeuronSerialExecutor", _SERIAL_EXECUTOR, ("os", "torch")),
+        Helper("NeuronRateTracker", _RATE_TRACKER, ("os", "time")),
+        Helper("NeuronSampleGenerator", _SAMPLE_GENERATOR, ()),
+        Helper("NeuronParallelLoader", _PARALLEL_LOADER, (), ("NeuronDeviceLoader",)),
+        Helper("neuron_print_training_update", _TRAINING_UPDATE, ("time", "torch")),
+        Helper("neuron_print_test_update", _TEST_UPDATE, ("time", "torch")),
+    )
+}
+
+
+def use_helper(ctx: FileContext, name: str) -> bool:
+    """Add helper `name` (and those it uses) to the file; False when the file's own code
+    already binds that name to something else."""
+    helper = HELPERS[name]
+    if name in ctx.taken and name not in ctx.own_helpers:
+        return False
+    for used in helper.uses:
+        if used in ctx.taken and used not in ctx.own_helpers:
+            return False
+    ctx.helpers.add(name)
+    ctx.helpers.update(helper.uses)
+    ctx.use_names(helper.modules)
+    if "NeuronDeviceLoader" in helper.uses:
+        ctx.use_names(("torch",))
+    return True
