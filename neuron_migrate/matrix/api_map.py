@@ -21,6 +21,15 @@ _cache: "dict[str, ApiMap]" = {}
 _lock = threading.Lock()
 
 
+class CallPattern(NamedTuple):
+    """One traced call shape of an API and the ops it reached: positional argument kinds
+    (`tensor:2`, `int`, `bool`, ...; a Tensor method's receiver first) and keywords."""
+
+    args: tuple[str, ...]
+    kwargs: tuple[tuple[str, str], ...]
+    ops: tuple[str, ...]
+
+
 class ApiMap(NamedTuple):
     torch_minor: str
     torch_version: str
@@ -32,6 +41,8 @@ class ApiMap(NamedTuple):
     failed: Mapping[str, str]
     mapped: int
     considered: int
+    # APIs whose traced call shapes reach different ops (`torch.max(x)` / `(x, 1)` / `(x, y)`)
+    patterns: Mapping[str, tuple[CallPattern, ...]] = {}
 
     def aten_for(self, qualname: str) -> tuple[str, ...] | None:
         """Ops an API reaches; None when the map does not know the API.
@@ -60,6 +71,11 @@ class ApiMap(NamedTuple):
 
     def is_tensor_method(self, name: str) -> bool:
         return name in self.tensor_method_names or name in self.tensor_methods
+
+    def patterns_for(self, api: str) -> tuple[CallPattern, ...]:
+        """The traced call shapes of a function (`torch.max`) or Tensor method (`Tensor.max`);
+        empty when every call of it reaches the same ops."""
+        return self.patterns.get(api, ())
 
     def coverage(self) -> tuple[int, int]:
         """(mapped APIs, public APIs considered), as recorded by the builder."""
@@ -143,6 +159,13 @@ def _parse(path: Path) -> ApiMap:
     if not isinstance(names, list):
         raise fail("tensor_method_names", "expected a list")
     applies_to = str(data.get("applies_to") or ".".join(torch_version.split(".")[:2]))
+    raw_patterns = data.get("patterns") or {}
+    if not isinstance(raw_patterns, dict):
+        raise fail("patterns", "expected a mapping")
+    patterns = {
+        str(name): tuple(_pattern(entry, f"patterns.{name}", fail) for entry in entries or [])
+        for name, entries in raw_patterns.items()
+    }
     return ApiMap(
         torch_minor=applies_to,
         torch_version=torch_version,
@@ -154,7 +177,18 @@ def _parse(path: Path) -> ApiMap:
         failed={str(k): str(v) for k, v in (data.get("failed") or {}).items()},
         mapped=int(coverage.get("mapped", 0)),
         considered=int(coverage.get("considered", 0)),
+        patterns=patterns,
     )
+
+
+def _pattern(entry: Any, field: str, fail: Any) -> CallPattern:
+    if not isinstance(entry, dict) or not isinstance(entry.get("kwargs") or {}, dict):
+        raise fail(field, "expected {args, kwargs, ops}")
+    args = entry.get("args") or []
+    if not isinstance(args, list):
+        raise fail(f"{field}.args", "expected a list of argument kinds")
+    kwargs = tuple(sorted((str(k), str(v)) for k, v in (entry.get("kwargs") or {}).items()))
+    return CallPattern(tuple(str(a) for a in args), kwargs, _ops(entry.get("ops"), field, fail))
 
 
 def _ops(value: Any, field: str, fail: Any) -> tuple[str, ...]:

@@ -65,6 +65,9 @@ class Builder:
         self.verbose = False
         self.current = ""
         self.cpu_traced: set[str] = set()  # traced on plain CPU tensors: the stand-in failed
+        # Each traced call shape of an API and the ops that call reached (OpInfo samples, whose
+        # arguments are known): kept apart so the scan can choose by a call's arguments.
+        self.patterns: dict[str, dict[tuple[Any, ...], list[str]]] = {}
 
     # recording -------------------------------------------------------------------------------
 
@@ -86,7 +89,12 @@ class Builder:
         self.failed.pop(key if table is not self.methods else f"Tensor.{key}", None)
 
     def _try(
-        self, table: dict[str, list[str]], key: str, call: Callable[[Any], Any], inputs: Any
+        self,
+        table: dict[str, list[str]],
+        key: str,
+        call: Callable[[Any], Any],
+        inputs: Any,
+        pattern: tuple[Any, ...] | None = None,
     ) -> bool:
         """Trace ``call(inputs)`` on the stand-in device; if that fails, on plain CPU tensors."""
         from neuron_migrate.matrix._recorder import to_stand_in
@@ -102,6 +110,10 @@ class Builder:
                 errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
                 continue
             self._merge(table, key, ops)
+            if pattern is not None:
+                shapes = self.patterns.setdefault(label, {})
+                shapes.setdefault(pattern, [])
+                shapes[pattern].extend(op for op in ops if op not in shapes[pattern])
             if not on_device:
                 self.cpu_traced.add(label)
             return True
@@ -144,10 +156,12 @@ class Builder:
             aliases = [a.name for a in getattr(info, "aliases", ())]
             for sample in samples:
                 inputs = ((sample.input, *sample.args), sample.kwargs)
+                shape = call_pattern(*inputs)
                 for q in qualnames:
-                    self._try(self.apis, q, _caller(info.op), inputs)
+                    self._try(self.apis, q, _caller(info.op), inputs, shape)
                 if method is not None and info.name.split(".")[-1].isidentifier():
-                    self._try(self.methods, info.name.split(".")[-1], _caller(method), inputs)
+                    name = info.name.split(".")[-1]
+                    self._try(self.methods, name, _caller(method), inputs, shape)
             # Aliases (torch.absolute for torch.abs) reach the same ops.
             for q in qualnames:
                 for aq in (n for a in aliases for n in _opinfo_qualnames(a)):
@@ -279,6 +293,31 @@ class Builder:
                     self._try(self.apis, s.qualname, s.call, s.setup())
             finally:
                 dist.destroy_process_group()
+
+
+def argument_kind(value: Any) -> str:
+    """How a call pattern names an argument: `tensor:2` (a tensor and its rank), `int`,
+    `float`, `bool`, `none`, `str`, `seq`, `dtype` or `other`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"tensor:{value.dim()}"
+    if isinstance(value, bool):
+        return "bool"
+    for kind, types in (("int", int), ("float", float), ("str", str), ("seq", (tuple, list))):
+        if isinstance(value, types):
+            return kind
+    if value is None:
+        return "none"
+    return "dtype" if isinstance(value, torch.dtype) else "other"
+
+
+def call_pattern(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """A sample call's shape: its positional argument kinds, then its keywords with theirs."""
+    return (
+        tuple(argument_kind(a) for a in args),
+        tuple(sorted((k, argument_kind(v)) for k, v in kwargs.items())),
+    )
 
 
 def _caller(fn: Any) -> Callable[[Any], Any]:
@@ -445,6 +484,7 @@ def render(builder: Builder, torch_version: str, argv: list[str], for_minor: str
         "# Every public Tensor method name of this torch (traced or not).\n"
         + yaml.safe_dump({"tensor_method_names": tensor_method_names()}, width=100).rstrip()
     )
+    parts.append(_patterns(builder.patterns))
     failed = yaml.safe_dump({"failed": dict(sorted(builder.failed.items()))}, width=1000)
     parts.append("# APIs whose samples could not be traced.\n" + failed.rstrip())
     parts.append(
@@ -453,6 +493,28 @@ def render(builder: Builder, torch_version: str, argv: list[str], for_minor: str
         + _table("composite_calls", builder.composite_calls)
     )
     return "\n\n".join(parts) + "\n"
+
+
+def _patterns(patterns: dict[str, dict[tuple[Any, ...], list[str]]]) -> str:
+    """The traced call shapes of each API whose shapes reach different ops (the others add
+    nothing to its entry above)."""
+    lines = [
+        "# Call patterns: the traced call shapes of APIs whose calls reach different ops, each",
+        "# with the ops it reached (positional argument kinds, the receiver first for a Tensor",
+        "# method, and keywords). The scan chooses among them by a call's arguments.",
+        "patterns:",
+    ]
+    for name in sorted(patterns):
+        shapes = patterns[name]
+        if len({tuple(sorted(ops)) for ops in shapes.values()}) < 2:
+            continue
+        lines.append(f"  {_key(name)}:")
+        for (args, kwargs), ops in sorted(shapes.items()):
+            keywords = ", ".join(f"{k}: {kind}" for k, kind in kwargs)
+            lines.append(
+                f"  - {{args: [{', '.join(args)}], kwargs: {{{keywords}}}, ops: {_flow(ops)}}}"
+            )
+    return "\n".join(lines)
 
 
 def _flow(ops: list[str]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.scan.analyzer.overloads import DEPENDS
 from neuron_migrate.scan.findings import Finding
 
 VERIFIABLE_CATEGORIES = frozenset({"op", "dtype", "namespace", "memory_format", "compile"})
@@ -193,6 +194,10 @@ class _Reconciler:
         if matched:
             observed = _worst(matched.values())
             ops = tuple(sorted(matched))
+            if DEPENDS in finding.message and finding.confidence == "low":
+                # the scan named each pattern the call may be: any of them is agreement
+                reason = f"ran {', '.join(ops)} ({observed}), one of the patterns it named"
+                return Reconciled(finding, "confirmed", observed, reason, ops)
             if observed == finding.status:
                 return Reconciled(finding, "confirmed", observed, f"ran {', '.join(ops)}", ops)
             return Reconciled(

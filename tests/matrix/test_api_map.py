@@ -74,3 +74,11 @@ def test_recorder_sees_backend_level_ops():
     ops, _ = record(lambda: torch.sort(x), calls)
     assert ops == ["aten::sort"]
     assert calls["aten::sort"] == ["aten::sort.stable"]
+
+
+def test_the_builder_names_each_sample_call_by_its_argument_kinds():
+    torch = pytest.importorskip("torch")
+    from neuron_migrate.matrix.api_map_builder import call_pattern
+
+    shape = call_pattern((torch.ones(2, 3), 1, True, None), {"dtype": torch.float16, "p": 0.5})
+    assert shape == (("tensor:2", "int", "bool", "none"), (("dtype", "dtype"), ("p", "float")))

@@ -143,3 +143,14 @@ def test_a_module_in_a_file_that_never_ran_is_not_confirmed(tmp_path: Path) -> N
     assert verdicts[("m.py", "torch.nn.MSELoss")].verdict == "confirmed"
     unused = verdicts[("unused.py", "torch.nn.MSELoss")]
     assert unused.verdict == "not_exercised" and "only from others" in unused.reason
+
+
+def test_a_call_that_depends_on_the_input_agrees_with_any_pattern_it_named(tmp_path: Path) -> None:
+    source = 'import torch\n\na = torch.ones(3, device="neuron")\nm = torch.max(a, a)\n'
+    (tmp_path / "m.py").write_text(source)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    found = next(f for f in scan.findings if f.api == "torch.max")
+    assert "depends on the input" in found.message and "aten::maximum" in found.aten
+    report = reconcile(scan, _trace([_op("aten::maximum", "cpu_fallback", 4)]), cwd=tmp_path)
+    item = next(i for i in report.items if i.finding.api == "torch.max")
+    assert item.verdict == "confirmed" and item.observed == "cpu_fallback"

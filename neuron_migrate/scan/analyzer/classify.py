@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
 from neuron_migrate.scan.findings import Finding, fingerprint
 from neuron_migrate.scan.scan_data import Context
@@ -208,7 +209,11 @@ class _Classifier:
             if site.kind == "call":
                 self.out.unmapped_apis[qualname] += 1
             return
-        self.add_op(site, qualname, aten, "high")
+        choice = None
+        if site.kind == "call":
+            patterns = ctx.api_map.patterns_for(qualname)
+            choice = choose(patterns, site.args, site.kwargs, method=False)
+        self.add_op(site, qualname, aten, "high", choice)
 
     def classify_method(self, site: Site) -> None:
         name = site.detail or ""
@@ -221,7 +226,9 @@ class _Classifier:
             return
         aten = self.ctx.api_map.aten_for_tensor_method(name)
         if aten is not None:
-            self.add_op(site, f"Tensor.{name}", aten, "low")
+            patterns = self.ctx.api_map.patterns_for(f"Tensor.{name}")
+            choice = choose(patterns, site.args, site.kwargs, method=True)
+            self.add_op(site, f"Tensor.{name}", aten, "low", choice)
 
     def add_float64(self, site: Site, api: str, confidence: str = "high") -> None:
         rule = self.ctx.matrix.dtype_rule("float64")
@@ -238,20 +245,41 @@ class _Classifier:
             confidence=confidence,
         )
 
-    def add_op(self, site: Site, api: str, aten: tuple[str, ...], confidence: str) -> None:
+    def add_op(
+        self,
+        site: Site,
+        api: str,
+        aten: tuple[str, ...],
+        confidence: str,
+        choice: Choice | None = None,
+    ) -> None:
         if api in _GRAPH_DEPENDENT or site.placement == "host":
             return  # a host-side call (`torch.randperm(n)`, data built on the CPU): no device op
         if site.placement == "unknown":
             confidence = "low"  # its tensors may be on the host: the code cannot tell
         matrix = self.ctx.matrix
+        if choice is not None:
+            aten = choice.ops
         verdicts = [matrix.op_status(op) for op in aten]
-        worst = max(verdicts, key=lambda v: _STATUS_RANK.get(v.status, 0), default=None)
-        status = worst.status if worst else "native"
+        status = self._worst(aten)
+        if choice is not None and choice.depends:
+            # The call does not show which pattern it is: the status most of them share (the
+            # milder on a tie), never simply the worst; every pattern is named.
+            statuses = [self._worst(ops) for _, ops in choice.others]
+            status = min(statuses, key=lambda s: (-statuses.count(s), _STATUS_RANK.get(s, 0)))
+            confidence = "low"
         if status == "native":
             detail = "native"
         else:
             offenders = sorted({v.op for v in verdicts if v.status == status})
             detail = f"{status} ({', '.join(offenders)})"
+        patterns = ""
+        if choice is not None and choice.others:
+            named = "; ".join(
+                f"{shape}: {', '.join(ops)} ({self._worst(ops)})" for shape, ops in choice.others
+            )
+            lead = DEPENDS if choice.depends else "with inputs of other ranks"
+            patterns = f"; {lead}: {named}"
         sources = sorted({v.source for v in verdicts if v.status == status})
         self.add(
             site,
@@ -259,10 +287,15 @@ class _Classifier:
             category="op",
             status=status,
             api=api,
-            message=f"{api}: {detail} on torch-neuronx {matrix.version} [{', '.join(sources)}]",
+            message=f"{api}: {detail} on torch-neuronx {matrix.version} [{', '.join(sources)}]"
+            + patterns,
             aten=aten,
             confidence=confidence,
         )
+
+    def _worst(self, ops: tuple[str, ...]) -> str:
+        verdicts = [self.ctx.matrix.op_status(op).status for op in ops]
+        return max(verdicts, key=lambda v: _STATUS_RANK.get(v, 0), default="native")
 
     def classify_compile(self, site: Site) -> None:
         kwargs = dict(site.kwargs)
