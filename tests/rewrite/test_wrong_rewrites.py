@@ -84,3 +84,14 @@ def test_device_loader_helper_stays_above_module_level_code_that_uses_it():
     new = rewrite_source(source).new
     helper = _line_of(new, "class NeuronDeviceLoader:")
     assert _line_of(new, "import torch") < helper < _line_of(new, "loader = [torch.ones(2)]")
+
+
+def test_an_import_read_only_by_a_string_annotation_stays():
+    source = (
+        "import torch\n" + XM + "from torch_xla.distributed.spmd import XLAShardedTensor\n\n\n"
+        'def shard(t) -> "XLAShardedTensor":\n    xm.mark_step()\n    return t\n\n\n'
+        'def unshard(t: "list[XLAShardedTensor]"):\n    return t\n'
+    )
+    new = rewrite_source(source).new
+    assert "from torch_xla.distributed.spmd import XLAShardedTensor" in new
+    assert "import torch_xla.core.xla_model as xm" not in new

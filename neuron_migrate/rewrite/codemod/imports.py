@@ -7,6 +7,7 @@ change which branch runs, so it stays with a marker instead.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import re
@@ -91,6 +92,7 @@ class _Usage(NameCount):
         self.parsed: set[int] = set()  # opaque statements counted, by id
         self.mentions = SpanSet(())  # where the words of the count in progress are
         self.words: re.Pattern[str] | None = None  # and what they are
+        self._annotated: frozenset[str] | None = None
 
     def cover(self, words: Iterable[str]) -> None:
         """Count every mention of `words`, in one pass."""
@@ -105,12 +107,20 @@ class _Usage(NameCount):
 
     def uses_name(self, name: str) -> bool:
         self.cover([name])
-        return self.names[name] > 0
+        return self.names[name] > 0 or name in self.annotated()
 
     def only_tests(self, name: str) -> bool:
         """Whether `name` is read, but only by availability tests (`xm is None`, `if xm:`)."""
         self.cover([name])
-        return self.names[name] == 0 and self.tests[name] > 0
+        return self.names[name] == 0 and self.tests[name] > 0 and name not in self.annotated()
+
+    def annotated(self) -> frozenset[str]:
+        """The names string annotations read (`-> "XLAShardedTensor"`): an import they
+        need stays. Read from the source on the first question (the rewrite changes no
+        annotation)."""
+        if self._annotated is None:
+            self._annotated = string_annotation_names(self.source.source)
+        return self._annotated
 
     def uses_chain(self, chain: str) -> bool:
         self.cover([chain.partition(".")[0]])
@@ -139,6 +149,30 @@ class _Usage(NameCount):
                 self.parsed.add(id(node))
                 self.count(node.parse_headers())  # type: ignore[attr-defined]
         return True
+
+
+def string_annotation_names(source: str) -> frozenset[str]:
+    """The names read by the string annotations of `source` (`x: "Optional[T]"`, `-> "T"`)."""
+    if '"' not in source and "'" not in source:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        for annotation in annotations:
+            for part in ast.walk(annotation) if annotation is not None else ():
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    try:
+                        inner = ast.parse(part.value.strip(), mode="eval")
+                    except SyntaxError:
+                        continue
+                    found.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
+    return frozenset(found)
 
 
 def _catches_import_error(node: cst.Try) -> bool:
