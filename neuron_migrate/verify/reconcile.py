@@ -16,6 +16,7 @@ Run locations are matched to findings by absolute file and line. Pure Python, no
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class VerifyReport:
         code = self.exit_code
         if code == 0:
             return None
-        refused = bool(self.trace.get("refusals"))
+        refused = bool(self.trace.get("refusals")) or bool(compile_refusals(self.trace))
         if refused and any(
             item.verdict == "confirmed" and item.observed == "unsupported" for item in self.items
         ):
@@ -153,12 +154,30 @@ class _RunIndex:
                 where = _parse_location(location, cwd)
                 if where is not None:
                     index.downcasts_at.add(where)
-        for refusal in trace.get("refusals", []):
+        for refusal in [*trace.get("refusals", []), *compile_refusals(trace)]:
             where = _parse_location(refusal.get("location"), cwd)
             if where is not None:
                 index.refusals_at[where].append(refusal["op"])
                 index.ops_at[where].setdefault(refusal["op"], "unsupported")
         return index
+
+
+# "forward graph contains ops that cannot be lowered to neuron: aten::sort (cpu_fallback,
+# /abs/train.py:16); ..." -- the simulated backend's compile failure, op by op.
+_LOWERING_REFUSAL = re.compile(r"([\w:.]+) \((\w+)(?:, ([^;]+?:\d+))?\)")
+
+
+def compile_refusals(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ops a failed neuron compile could not lower, each with the user line it came from."""
+    out = []
+    for graph in (trace.get("compile") or {}).get("graphs", []):
+        error = graph.get("error") or ""
+        if graph.get("ok", True) or "cannot be lowered" not in error:
+            continue
+        listing = error.partition("cannot be lowered to neuron:")[2]
+        for op, _status, location in _LOWERING_REFUSAL.findall(listing):
+            out.append({"op": op, "location": location or None})
+    return out
 
 
 def _worst(statuses: Iterable[str]) -> str:

@@ -154,3 +154,25 @@ def test_a_call_that_depends_on_the_input_agrees_with_any_pattern_it_named(tmp_p
     report = reconcile(scan, _trace([_op("aten::maximum", "cpu_fallback", 4)]), cwd=tmp_path)
     item = next(i for i in report.items if i.finding.api == "torch.max")
     assert item.verdict == "confirmed" and item.observed == "cpu_fallback"
+
+
+def test_a_compile_failure_is_reconciled_with_the_predicted_refusal(tmp_path: Path) -> None:
+    source = (
+        "import torch\n\n\n"
+        '@torch.compile(backend="neuron", dynamic=False)\n'
+        "def rank(x):\n"
+        "    return torch.sort(x).values\n\n\n"
+        'ranked = rank(torch.ones(4, device="neuron"))\n'
+    )
+    (tmp_path / "m.py").write_text(source)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    error = (
+        "forward graph contains ops that cannot be lowered to neuron: "
+        f"aten::sort (cpu_fallback, {tmp_path / 'm.py'}:6)"
+    )
+    compiles = {"graphs": [{"ok": False, "error": error}]}
+    report = reconcile(scan, _trace([], exit_code=1, compile=compiles), cwd=tmp_path)
+    item = next(i for i in report.items if i.finding.line == 6)
+    assert item.finding.category == "compile"
+    assert item.verdict == "confirmed" and "aten::sort" in item.reason
+    assert report.run_failure is None  # it failed where the report said it would

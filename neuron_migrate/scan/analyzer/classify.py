@@ -268,6 +268,9 @@ class _Classifier:
             statuses = [self._worst(ops) for _, ops in choice.others]
             status = min(statuses, key=lambda s: (-statuses.count(s), _STATUS_RANK.get(s, 0)))
             confidence = "low"
+        if status != "native" and site.compiled:
+            self.add_compile_refusal(site, api, aten, status)
+            return
         if status == "native":
             detail = "native"
         else:
@@ -291,6 +294,25 @@ class _Classifier:
             + patterns,
             aten=aten,
             confidence=confidence,
+        )
+
+    def add_compile_refusal(self, site: Site, api: str, aten: tuple[str, ...], status: str) -> None:
+        """A non-native op in a region compiled for the neuron backend: the whole graph is
+        lowered, so the compile fails (no eager fallback by default)."""
+        matrix = self.ctx.matrix
+        offenders = sorted({op for op in aten if matrix.op_status(op).status != "native"})
+        self.add(
+            site,
+            self.ctx.rules.for_analyzer("compile-graph-refused"),
+            category="compile",
+            status="unsupported",
+            api=api,
+            message=f"{api}: in code compiled by torch.compile at line {site.compiled}: "
+            f"{', '.join(offenders)} ({status} in eager mode) cannot be lowered in a neuron "
+            "graph, so the compile fails (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION defaults to "
+            f"True) [{matrix.compile.source}]",
+            aten=aten,
+            confidence="high" if site.placement == "device" else "low",
         )
 
     def _worst(self, ops: tuple[str, ...]) -> str:

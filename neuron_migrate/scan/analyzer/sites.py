@@ -12,6 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
+from neuron_migrate.scan.analyzer.compiled import compiled_regions
 from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
 from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
@@ -97,6 +98,7 @@ class Site(NamedTuple):
     # For torch function calls and method calls: where the call runs ("host", "device",
     # "unknown"; see `placement`). "" for every other site.
     placement: str = ""
+    compiled: int = 0  # inside a region compiled for the neuron backend: the torch.compile line
 
     @property
     def span(self) -> Span:
@@ -731,6 +733,19 @@ class _SiteFinder:
 
     # -- placement ----------------------------------------------------------------------------
 
+    def mark_compiled(self, tree: ast.Module) -> None:
+        """Stamp the calls inside a region compiled for the neuron backend with its line."""
+        if not self.placed_calls or "torch.compile" not in self.chain_qualnames.values():
+            return
+        regions = compiled_regions(
+            tree, self.model, lambda node: self.chain_qualnames.get(id(node))
+        )
+        for index, _ in self.placed_calls:
+            site = self.sites[index]
+            line = next((c for first, last, c in regions if first <= site.line <= last), 0)
+            if line:
+                self.sites[index] = site._replace(compiled=line)
+
     def place_calls(self) -> None:
         """Stamp each torch call and method call with where it runs (host, device, unknown)."""
         if not self.placed_calls:
@@ -756,4 +771,5 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     finder.find_chained_methods()
     finder.find_idioms()
     finder.place_calls()
+    finder.mark_compiled(tree)
     return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
