@@ -12,13 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuron_migrate.errors import CacheError
-from neuron_migrate.incremental.row_store import Segment, StoredBytes
+from neuron_migrate.incremental import sealed
+from neuron_migrate.incremental.row_store import Segment, StoredBytes, file_checksum
 from neuron_migrate.incremental.stat_index import StatIndex, index_name
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings
 from neuron_migrate.scan.scanned import ScannedFile
@@ -39,7 +42,7 @@ def default_cache_dir() -> Path:
 # SQLite's limit on the parameters of one statement is 999 in older builds.
 MAX_QUERY_KEYS = 900
 # Named by the layout of its entries: another layout is another file, never misread.
-_DB_NAME = "scan-results-v6.sqlite"
+_DB_NAME = "scan-results-v7.sqlite"
 _SEGMENT_GLOB = "rows-*.bin"
 _SEPARATOR = len(ROW_SEPARATOR)  # after each entry's rows in a segment
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
@@ -52,58 +55,97 @@ _ORPHAN_AGE_S = 3600.0
 
 
 class ResultCache:
-    """Each entry: the file's `ScannedFile` as pickled tuples, without its report rows, and
-    where the rows are: in a segment file beside the database (`incremental.row_store`),
-    from which the report copies them without reading them into the process. In a segment,
-    every entry's rows are followed by ROW_SEPARATOR, what the JSON report writes between two
-    files' rows: files whose rows lie one after the other are copied as one range.
+    """Each entry: the file's `ScannedFile` as pickled tuples, without its report rows, sealed
+    (`incremental.sealed`: data only, checked by a checksum that also covers its key and where
+    its rows lie), and where the rows are: in a segment file beside the database
+    (`incremental.row_store`), from which the report copies them without reading them into the
+    process. In a segment, every entry's rows are followed by ROW_SEPARATOR, what the JSON
+    report writes between two files' rows: files whose rows lie one after the other are copied
+    as one range.
 
     Concurrent scans may share a cache: segments are immutable once their entries are
     committed, written before that by their one writer, and merged (and deleted) under the
-    database's write lock."""
+    database's write lock. Each segment's checksum is recorded with it and checked when a scan
+    opens it: an entry whose meta or rows are damaged is analysed again, never reported."""
 
     def __init__(self, directory: Path) -> None:
-        import sqlite3  # here: a re-scan that no file changed for never opens the cache
-
+        # sqlite3 is imported where used: a re-scan that no file changed for never opens the cache
         self.directory: Path | None = directory  # as NoCache has it: None there
         self._folder = directory
+        sealed.check_folder(directory)
+        self.read_only = False  # a populated cache this user may not write: read, never write
         with cache_errors(directory, "open"):
             directory.mkdir(parents=True, exist_ok=True)
-            # A re-scan may close it on another thread than the one that opened it, once done
-            # with it (`report_snapshot`): never used from two threads at once.
-            self._db = sqlite3.connect(directory / _DB_NAME, check_same_thread=False)
-            self._db.execute("PRAGMA mmap_size = 1073741824")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB,"
-                " segment INTEGER, start INTEGER, length INTEGER)"
-            )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS segments"
-                " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL)"
-            )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)"
-            )
+            self._db = self._opened()
         self._pending: list[tuple[str, bytes, bytes]] = []
         self._segments: dict[str, Segment | None] = {}  # opened by name; None: unreadable
+        self._checksums: dict[str, int] = {}  # of the segments, by name, as recorded
         self._wrote_segment = False
+
+    def _opened(self) -> sqlite3.Connection:
+        """The database; a damaged one (truncated, overwritten) is discarded and made afresh,
+        as git does with an index that fails its checksum: a cache only saves work."""
+        import sqlite3
+
+        path = self._folder / _DB_NAME
+        if path.exists() and not may_write(self._folder, path):
+            self.read_only = True
+            say_once(f"neuron-migrate: the cache in {self._folder} is read-only: read, not written")
+            uri = f"{path.as_uri()}?mode=ro"
+            return sqlite3.connect(uri, uri=True, check_same_thread=False)
+        try:
+            return _connected(path)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, full: not damage
+                raise
+            _discard(path)
+            return _connected(path)
+
+    def _rebuilt(self) -> None:
+        """Discard a database found damaged while in use, and start an empty one."""
+        with contextlib.suppress(Exception):
+            self._db.close()
+        path = self._folder / _DB_NAME
+        if self.read_only:
+            import sqlite3
+
+            self._db = sqlite3.connect(":memory:", check_same_thread=False)
+            _create_tables(self._db)
+            return
+        _discard(path)
+        with cache_errors(self._folder, "open"):
+            self._db = _connected(path)
 
     def get(self, key: str) -> ScannedFile | None:
         return self.get_many([key]).get(key)
 
     def get_many(self, keys: list[str]) -> dict[str, ScannedFile]:
         """The cached results among `keys`, in one query per 900 (a re-scan asks for all)."""
+        import sqlite3
+
         found: dict[str, ScannedFile] = {}
         for start in range(0, len(keys), MAX_QUERY_KEYS):
             chunk = keys[start : start + MAX_QUERY_KEYS]
             marks = ",".join("?" * len(chunk))
             query = (
-                "SELECT r.key, r.meta, s.name, r.start, r.length FROM results AS r"
+                "SELECT r.key, r.meta, s.name, s.checksum, r.start, r.length FROM results AS r"
                 f" LEFT JOIN segments AS s ON s.id = r.segment WHERE r.key IN ({marks})"
             )
-            for key, meta, name, at, length in self._db.execute(query, chunk):
+            try:
+                entries = self._db.execute(query, chunk).fetchall()
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError:  # damaged: what is left is analysed again
+                self._rebuilt()
+                return found
+            for key, meta, name, checksum, at, length in entries:
+                payload = sealed.unsealed(meta, _place(key, name, at, length))
+                if payload is None:  # damaged, or moved to another key or place
+                    continue
+                if name is not None:
+                    self._checksums[name] = checksum
                 rows = self._rows(name, at, length)
-                result = None if rows is None else _joined(meta, rows)
+                result = None if rows is None else _joined(payload, rows)
                 if result is not None:
                     found[key] = result
         return found
@@ -116,8 +158,8 @@ class ResultCache:
             return None
         if name not in self._segments:
             try:
-                self._segments[name] = Segment(self._folder / name)
-            except OSError:  # merged away by another scan since this one's query
+                self._segments[name] = Segment(self._folder / name, self._checksums[name])
+            except (OSError, ValueError):  # merged away since this one's query, or damaged
                 self._segments[name] = None
         segment = self._segments[name]
         if segment is None or at + length + _SEPARATOR > segment.size:
@@ -125,6 +167,8 @@ class ResultCache:
         return StoredBytes(segment, at, length)
 
     def put(self, key: str, result: ScannedFile) -> None:
+        if self.read_only:
+            return
         meta, rows = _entry(result)
         self._pending.append((key, meta, rows))
         if len(self._pending) >= 500:
@@ -135,22 +179,33 @@ class ResultCache:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        import sqlite3
+
         with cache_errors(self._folder, "write"):
-            self._commit(pending)
+            try:
+                self._commit(pending)
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError:  # damaged since it was opened: start afresh
+                self._rebuilt()
+                self._commit(pending)
 
     def _commit(self, pending: list[tuple[str, bytes, bytes]]) -> None:
         written = _write_segment(self._folder, [rows for _, _, rows in pending])
         with self._db:
-            segment, starts = None, [0] * len(pending)
+            segment, name, starts = None, None, [0] * len(pending)
             if written is not None:
-                name, starts, size = written
-                insert = "INSERT INTO segments (name, size) VALUES (?, ?)"
-                segment = self._db.execute(insert, (name, size)).lastrowid
+                name, starts, size, checksum = written
+                insert = "INSERT INTO segments (name, size, checksum) VALUES (?, ?, ?)"
+                segment = self._db.execute(insert, (name, size, checksum)).lastrowid
                 self._wrote_segment = True
-            entries = [
-                (key, meta, segment if rows else None, start, len(rows))
-                for (key, meta, rows), start in zip(pending, starts, strict=True)
-            ]
+            entries = []
+            for (key, meta, rows), start in zip(pending, starts, strict=True):
+                held = name if rows else None
+                place = _place(key, held, start, len(rows))
+                entries.append(
+                    (key, sealed.seal(meta, place), segment if rows else None, start, len(rows))
+                )
             self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", entries)
 
     def file_index(self, config_digest: str, taken: SignatureSource | None) -> StatIndex:
@@ -163,21 +218,83 @@ class ResultCache:
 
     def stat_index(self, name: str) -> bytes | None:
         """The records of a `neuron_migrate.incremental.stat_index.StatIndex`, if stored."""
-        row = self._db.execute("SELECT records FROM stat_indexes WHERE name = ?", (name,))
-        found = row.fetchone()
-        return found[0] if found else None
+        import sqlite3
+
+        try:
+            row = self._db.execute("SELECT records FROM stat_indexes WHERE name = ?", (name,))
+            found = row.fetchone()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError:
+            self._rebuilt()
+            return None
+        payload = sealed.unsealed(found[0], name.encode()) if found else None
+        return None if payload is None else bytes(payload)
 
     def store_stat_index(self, name: str, records: bytes) -> None:
-        with self._db:
-            self._db.execute("INSERT OR REPLACE INTO stat_indexes VALUES (?, ?)", (name, records))
+        if self.read_only:
+            return
+        with cache_errors(self._folder, "write"), self._db:
+            entry = sealed.seal(records, name.encode())
+            self._db.execute("INSERT OR REPLACE INTO stat_indexes VALUES (?, ?)", (name, entry))
 
     def close(self) -> None:
         self.flush()
-        if self._wrote_segment:
+        if self._wrote_segment and not self.read_only:
             (count,) = self._db.execute("SELECT count(*) FROM segments").fetchone()
             if count > MAX_SEGMENTS:
                 merge_segments(self._db, self._folder)
         self._db.close()
+
+
+def _connected(path: Path) -> sqlite3.Connection:
+    import sqlite3
+
+    # A re-scan may close it on another thread than the one that opened it, once done with it
+    # (`report_snapshot`): never used from two threads at once.
+    db = sqlite3.connect(path, check_same_thread=False)
+    try:
+        db.execute("PRAGMA mmap_size = 1073741824")
+        _create_tables(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _create_tables(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, meta BLOB,"
+        " segment INTEGER, start INTEGER, length INTEGER)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS segments"
+        " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL,"
+        " checksum INTEGER NOT NULL)"
+    )
+    db.execute("CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)")
+
+
+def _discard(path: Path) -> None:
+    """Remove a damaged database and its journals (its segments are checked when read)."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+
+
+def may_write(folder: Path, path: Path) -> bool:
+    """Whether this user may write the database at `path` (a read-only cache is only read)."""
+    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+_said: set[str] = set()
+
+
+def say_once(line: str) -> None:
+    """A note on stderr, once a process (a server's child runs many scans)."""
+    if line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -195,14 +312,14 @@ def cache_errors(folder: Path, doing: str) -> Iterator[None]:
         ) from None
 
 
-def _write_segment(folder: Path, rows: list[bytes]) -> tuple[str, list[int], int] | None:
+def _write_segment(folder: Path, rows: list[bytes]) -> tuple[str, list[int], int, int] | None:
     """A new segment holding the non-empty `rows` one after another, each followed by the
     separator, on disk before any entry names it: its name, where each of `rows` starts in
-    it (0 for an empty one) and its size; None when there is nothing to hold."""
+    it (0 for an empty one), its size and checksum; None when there is nothing to hold."""
     if not any(rows):
         return None
     name = f"rows-{os.urandom(8).hex()}.bin"
-    starts, at = [], 0
+    starts, at, checksum = [], 0, 0
     fd = os.open(folder / name, _NEW_FILE, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -211,6 +328,7 @@ def _write_segment(folder: Path, rows: list[bytes]) -> tuple[str, list[int], int
                 if piece:
                     handle.write(piece)
                     handle.write(ROW_SEPARATOR)
+                    checksum = zlib.crc32(ROW_SEPARATOR, zlib.crc32(piece, checksum))
                     at += len(piece) + _SEPARATOR
             handle.flush()
             os.fsync(handle.fileno())  # the commit that follows must not name lost bytes
@@ -218,7 +336,7 @@ def _write_segment(folder: Path, rows: list[bytes]) -> tuple[str, list[int], int
         with contextlib.suppress(OSError):
             os.unlink(folder / name)
         raise
-    return name, starts, at
+    return name, starts, at, checksum
 
 
 def merge_segments(db: sqlite3.Connection, folder: Path) -> None:
@@ -229,17 +347,23 @@ def merge_segments(db: sqlite3.Connection, folder: Path) -> None:
     name = f"rows-{os.urandom(8).hex()}.bin"
     db.execute("BEGIN IMMEDIATE")
     try:
-        merged = dict(db.execute("SELECT id, name FROM segments"))
+        segments = {
+            id: (name, checksum)
+            for id, name, checksum in db.execute("SELECT id, name, checksum FROM segments")
+        }
+        merged = {id: found for id, (found, _) in segments.items()}
         entries = db.execute(
-            "SELECT rowid, segment, start, length FROM results"
-            " WHERE segment IS NOT NULL ORDER BY segment, start"
+            "SELECT r.rowid, r.key, r.meta, r.segment, r.start, r.length FROM results AS r"
+            " WHERE r.segment IS NOT NULL ORDER BY r.segment, r.start"
         ).fetchall()
-        places, lost, size = _copy_rows(entries, merged, folder / name)
+        places, lost, size = _copy_rows(entries, segments, folder / name)
+        checksum = _checksum_of(folder / name, size)
         db.execute("DELETE FROM segments")
-        new = db.execute("INSERT INTO segments (name, size) VALUES (?, ?)", (name, size)).lastrowid
+        insert = "INSERT INTO segments (name, size, checksum) VALUES (?, ?, ?)"
+        new = db.execute(insert, (name, size, checksum)).lastrowid
         db.executemany(
-            "UPDATE results SET segment = ?, start = ? WHERE rowid = ?",
-            [(new, at, rowid) for rowid, at in places],
+            "UPDATE results SET segment = ?, start = ?, meta = ? WHERE rowid = ?",
+            [(new, at, meta, rowid) for rowid, at, meta in places],
         )
         db.executemany("DELETE FROM results WHERE rowid = ?", [(rowid,) for rowid in lost])
         db.commit()
@@ -253,34 +377,53 @@ def merge_segments(db: sqlite3.Connection, folder: Path) -> None:
 
 
 def _copy_rows(
-    entries: list[tuple[int, int, int, int]], names: dict[int, str], target: Path
-) -> tuple[list[tuple[int, int]], list[int], int]:
-    """Copy the rows of `entries` (rowid, segment, start, length) into a new file `target`:
-    (rowid, new start) of those copied, the rowids of those whose segment is unreadable, and
-    the new file's size."""
-    places: list[tuple[int, int]] = []
+    entries: list[tuple[int, str, bytes, int, int, int]],
+    segments: dict[int, tuple[str, int]],
+    target: Path,
+) -> tuple[list[tuple[int, int, bytes]], list[int], int]:
+    """Copy the rows of `entries` (rowid, key, meta, segment, start, length) into a new file
+    `target`: (rowid, new start, meta sealed for it) of those copied, the rowids of those whose
+    meta or segment is damaged or unreadable, and the new file's size."""
+    places: list[tuple[int, int, bytes]] = []
     lost: list[int] = []
     opened: dict[int, Segment | None] = {}
     at = 0
     out = os.open(target, _NEW_FILE, 0o666)
     try:
-        for rowid, segment, start, length in entries:
+        for rowid, key, meta, segment, start, length in entries:
             if segment not in opened:
                 try:
-                    opened[segment] = Segment(target.parent / names[segment])
-                except (OSError, KeyError):
+                    name, checksum = segments[segment]
+                    opened[segment] = Segment(target.parent / name, checksum)
+                except (OSError, KeyError, ValueError):
                     opened[segment] = None
             source = opened[segment]
-            if source is None or start + length + _SEPARATOR > source.size:
+            old = segments.get(segment, ("", 0))[0]
+            payload = sealed.unsealed(meta, _place(key, old, start, length))
+            if payload is None or source is None or start + length + _SEPARATOR > source.size:
                 lost.append(rowid)
                 continue
             StoredBytes(source, start, length + _SEPARATOR).copy_to(out)
-            places.append((rowid, at))
+            resealed = sealed.seal(bytes(payload), _place(key, target.name, at, length))
+            places.append((rowid, at, resealed))
             at += length + _SEPARATOR
         os.fsync(out)
     finally:
         os.close(out)
     return places, lost, at
+
+
+def _checksum_of(path: Path, size: int) -> int:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        return file_checksum(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _place(key: str, segment: str | None, start: int, length: int) -> bytes:
+    """What an entry's checksum covers besides its meta: its key and where its rows lie."""
+    return f"{key}\0{segment}\0{start}\0{length}".encode()
 
 
 def _delete_segments(folder: Path, merged: set[str], live: set[str]) -> None:
@@ -309,13 +452,14 @@ def _entry(result: ScannedFile) -> tuple[bytes, bytes]:
     table = result.findings
     if table is not None:
         values[_FINDINGS_AT] = tuple(getattr(table, name) for name in _TABLE_FIELDS)
-    return pickle.dumps(tuple(values), pickle.HIGHEST_PROTOCOL), bytes(table.rows) if table else b""
+    meta = pickle.dumps(tuple(values), pickle.HIGHEST_PROTOCOL)
+    return meta, bytes(table.rows) if table else b""
 
 
-def _joined(meta: bytes, rows: bytes | StoredBytes) -> ScannedFile | None:
+def _joined(meta: memoryview, rows: bytes | StoredBytes) -> ScannedFile | None:
     # Positional arguments: a re-scan builds one of each a file, and keywords cost more.
     try:
-        values = list(pickle.loads(meta))
+        values = list(sealed.loads_payload(meta))
         table = values[_FINDINGS_AT]
         if len(values) != len(_RESULT_FIELDS):
             return None

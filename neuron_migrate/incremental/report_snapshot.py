@@ -47,9 +47,17 @@ from neuron_migrate.api import (
 )
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.errors import CacheError
+from neuron_migrate.incremental import sealed
 from neuron_migrate.incremental.cache import ResultCache, default_cache_dir
 from neuron_migrate.incremental.report_prefix import PrefixWriter, Rows, row_runs
-from neuron_migrate.incremental.row_store import Segment, StoredBytes, after, write_all
+from neuron_migrate.incremental.row_store import (
+    DamagedSegment,
+    Segment,
+    StoredBytes,
+    after,
+    file_checksum,
+    write_all,
+)
 from neuron_migrate.incremental.stat_index import (
     Signature,
     Taken,
@@ -82,14 +90,14 @@ MAX_SPLICED_FILES = 32
 # snapshot's rows are copied into one.
 MAX_ROW_FILES = 16
 # The layout of a snapshot; another layout is never read.
-_LAYOUT = 3
+_LAYOUT = 4
 # The stat loop of a re-scan tells the report's prefix writer how far all files are unchanged
 # once every this many files.
 _CONFIRM_EVERY = 256
 _FOLDER = "report-snapshots"
 # A row file no snapshot names is deleted once this old (until then it may be another scan's).
 _ORPHAN_AGE_S = 3600.0
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+_NEW_ROWS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 
 class Detail(NamedTuple):
@@ -122,7 +130,7 @@ class Snapshot(NamedTuple):
     folder_signatures: list[Signature | None]
 
     def detail(self, index: int) -> Detail:
-        return Detail(*pickle.loads(self.details[index]))
+        return Detail(*sealed.loads_payload(self.details[index]))
 
 
 class FileEntry(NamedTuple):
@@ -219,10 +227,14 @@ def _canonical(value: Any) -> Any:
 
 class SnapshotFolder:
     """The snapshots beside a result cache: for each scope, `SCOPE.pickle` and the row files
-    `SCOPE-TOKEN.rows` it names."""
+    `SCOPE-TOKEN.rows` it names. The snapshot is sealed (`incremental.sealed`) with the
+    checksums of its row files, each checked when first opened, before a byte of it is copied
+    into a report: a damaged one makes the scan run in full."""
 
     def __init__(self, cache_dir: Path, plan: ScanPlan) -> None:
+        sealed.check_folder(cache_dir)
         self.folder = cache_dir / _FOLDER
+        self.checksums: dict[str, int] = {}  # of the row files, by name
         self.scope = cache_digest(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
         self._opened: dict[str, Segment] = {}
         self._created: set[str] = set()  # row files this process wrote
@@ -233,24 +245,24 @@ class SnapshotFolder:
         """The scope's snapshot if it was written with these settings and can be read."""
         path = os.path.abspath(self.folder / f"{self.scope}.pickle")
         used.append((path, os.getcwd()))
-        snapshot, watch = _taken_ahead(path)
-        if snapshot is None:
-            try:
-                with open(path, "rb") as handle:
-                    snapshot = pickle.load(handle)
-            except Exception:  # none, or written by another build: scan in full
-                return None
-        if not isinstance(snapshot, Snapshot) or snapshot.settings != settings:
+        kept, watch = _taken_ahead(path)
+        if kept is None:
+            kept = _read_snapshot(path)  # None: none, damaged or another build's: scan in full
+        if kept is None or kept[0].settings != settings:
             if watch is not None:
                 watch.close()
             return None
         self.watch = watch
+        snapshot, self.checksums = kept[0], dict(kept[1])
         return snapshot
 
     def segment(self, name: str) -> Segment:
         found = self._opened.get(name)
         if found is None:
-            found = self._opened[name] = Segment(self.folder / name)
+            checksum = self.checksums.get(name)
+            if checksum is None:
+                raise DamagedSegment(f"row file {name} has no recorded checksum")
+            found = self._opened[name] = Segment(self.folder / name, checksum)
         return found
 
     def stored(self, name: str, start: int, length: int) -> StoredBytes:
@@ -265,26 +277,26 @@ class SnapshotFolder:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"{self.scope}-{os.urandom(8).hex()}.rows"
         self._created.add(name)
-        return name, os.open(self.folder / name, _NEW_FILE, 0o644)
+        return name, os.open(self.folder / name, _NEW_ROWS, 0o644)
 
     def store(self, snapshot: Snapshot, replaced_rows: set[str]) -> None:
         """Write `snapshot` for the scope (atomically), then delete the row files that only the
         snapshot it replaces named (`replaced_rows`) or this process wrote, and orphans old
         enough to be no other scan's."""
         tmp = self.folder / f".{self.scope}.{os.urandom(8).hex()}.tmp"
+        live = _row_files(snapshot)
+        checksums = {name: self.checksums[name] for name in live if name in self.checksums}
+        # Without a memo: a snapshot holds no cycles and little sharing, and noting each of its
+        # tens of thousands of objects made pickling it three times slower (the longest step
+        # left of a re-scan after its report is written).
+        data = sealed.dumps((snapshot, checksums), fast=True)
         try:
             with open(tmp, "wb") as handle:
-                pickler = pickle.Pickler(handle, pickle.HIGHEST_PROTOCOL)
-                # Without a memo: a snapshot holds no cycles and little sharing, and noting each
-                # of its tens of thousands of objects made pickling it three times slower (the
-                # longest step left of a re-scan after its report is written).
-                pickler.fast = True
-                pickler.dump(snapshot)
+                handle.write(data)
             os.replace(tmp, self.folder / f"{self.scope}.pickle")
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        live = _row_files(snapshot)
         dropped = replaced_rows | self._created
         now = time.time()
         for path in self.folder.glob(f"{self.scope}-*.rows"):
@@ -300,12 +312,28 @@ class SnapshotFolder:
 used: deque[tuple[str, str]] = deque(maxlen=8)
 
 
+# A snapshot as stored: it, and the checksums of its row files by name.
+Kept = tuple[Snapshot, dict[str, int]]
+
+
+def _read_snapshot(path: str) -> Kept | None:
+    """The snapshot in the file at `path`; None when missing, damaged or another build's."""
+    kept = sealed.read(path)
+    if not isinstance(kept, tuple) or len(kept) != 2:
+        return None
+    snapshot, checksums = kept
+    if not isinstance(snapshot, Snapshot) or not isinstance(checksums, dict):
+        return None
+    return snapshot, checksums
+
+
 class _Ahead(NamedTuple):
     """A snapshot read before a scan asked for it, with the signature its file had, and the
     watch of its tree when one was asked for and could be had."""
 
     signature: Signature
     snapshot: Snapshot
+    checksums: dict[str, int]
     watch: "TreeWatch | None"
 
     def forget(self) -> None:
@@ -340,18 +368,18 @@ def read_ahead(
                 continue
             known.forget()
         try:
-            with open(path, "rb") as handle:
-                sig = signature_of(os.fstat(handle.fileno()))
-                snapshot = pickle.load(handle)
-        except Exception:  # none (yet), or not a snapshot: the scan reads what is there
+            sig = signature_of(os.stat(path))
+        except OSError:  # none (yet): the scan reads what is there
             continue
-        if not isinstance(snapshot, Snapshot):
+        stored = _read_snapshot(path)
+        if stored is None or signature(path) != sig:  # not a snapshot, or replaced meanwhile
             continue
+        snapshot, checksums = stored
         tree = _watched(snapshot, cwd, stop) if watch else None
         if tree is None and watch and stop is not None and stop():
             complete = False  # given up for a command: watched next time, if there is one
             continue
-        kept[path] = _Ahead(sig, snapshot, tree)
+        kept[path] = _Ahead(sig, snapshot, checksums, tree)
     for forgotten in _read_ahead.values():
         forgotten.forget()
     _read_ahead.clear()
@@ -395,7 +423,7 @@ def held_ahead() -> list[dict[str, object]]:
     ]
 
 
-def _taken_ahead(path: str) -> "tuple[Snapshot | None, TreeWatch | None]":
+def _taken_ahead(path: str) -> "tuple[Kept | None, TreeWatch | None]":
     """The snapshot at `path` as read ahead, if the file has not changed since, and the watch
     of its tree, if one watched it from this working folder."""
     known = _read_ahead.pop(path, None)
@@ -407,7 +435,7 @@ def _taken_ahead(path: str) -> "tuple[Snapshot | None, TreeWatch | None]":
     if watch is not None and watch.cwd != os.getcwd():
         watch.close()
         watch = None
-    return known.snapshot, watch
+    return (known.snapshot, known.checksums), watch
 
 
 def _row_files(snapshot: Snapshot) -> set[str]:
@@ -807,6 +835,8 @@ def _new_row_file(
             length = _write_pieces(fd, pieces)
             rows[index] = (name, start, length)
             start += length
+        # Read back: most of its bytes were copied by the kernel, never seen by this process.
+        folder.checksums[name] = file_checksum(fd, start)
     finally:
         os.close(fd)
 

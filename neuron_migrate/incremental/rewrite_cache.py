@@ -13,6 +13,8 @@ import sqlite3
 import zlib
 from pathlib import Path
 
+from neuron_migrate.incremental import cache as result_cache
+from neuron_migrate.incremental import sealed
 from neuron_migrate.incremental.cache import MAX_QUERY_KEYS, cache_errors
 from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.store import CachedRewrite
@@ -28,12 +30,23 @@ _ZLIB_LEVEL = 3
 class RewriteCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        sealed.check_folder(directory)
+        path = directory / _DB_NAME
         with cache_errors(directory, "open"):
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(directory / _DB_NAME)
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)"
-            )
+            # A cache this user may not write is read, never written (`incremental.cache`).
+            self.read_only = not result_cache.may_write(directory, path)
+            if self.read_only:
+                result_cache.say_once(
+                    f"neuron-migrate: the cache in {directory} is read-only: read, not written"
+                )
+            if self.read_only and path.exists():
+                self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+            else:
+                self._db = sqlite3.connect(":memory:" if self.read_only else path)
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)"
+                )
         self._pending: list[tuple[str, bytes]] = []
 
     def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
@@ -50,6 +63,8 @@ class RewriteCache:
         return found
 
     def put(self, key: str, cached: CachedRewrite) -> None:
+        if self.read_only:
+            return
         outcomes = tuple(tuple(outcome) for outcome in cached.outcomes)
         entry = (cached.new, outcomes, cached.hunks, cached.error)
         data = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
@@ -74,7 +89,7 @@ class RewriteCache:
 def _loaded(entry: bytes) -> CachedRewrite | None:
     """An entry as stored; None for one this build cannot read (the file is migrated again)."""
     try:
-        new, outcomes, hunks, error = pickle.loads(zlib.decompress(entry))
+        new, outcomes, hunks, error = sealed.loads_payload(zlib.decompress(entry))
         return CachedRewrite(new, tuple(map(Outcome._make, outcomes)), hunks, error)
     except Exception:
         return None

@@ -11,9 +11,11 @@ needs no lock. The cache's database says which rows are where.
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -31,15 +33,32 @@ def read_at(fd: int, start: int, length: int) -> bytes:
     return data
 
 
+class DamagedSegment(OSError):
+    """A segment whose bytes are not those its writer recorded."""
+
+
 class Segment:
     """An open segment file. What was read from it stays readable after the cache closes (the
     report is written later) and after another process deletes the file (an open file's data
-    stays until it is closed)."""
+    stays until it is closed).
 
-    def __init__(self, path: Path) -> None:
+    With `checksum` (the CRC-32 its writer recorded, `file_checksum`), its bytes are checked
+    when it is opened, before any is copied into a report: DamagedSegment when they differ."""
+
+    def __init__(self, path: Path, checksum: int | None = None) -> None:
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self.size = os.fstat(self.fd).st_size
         weakref.finalize(self, os.close, self.fd)
+        self.size = os.fstat(self.fd).st_size
+        if checksum is not None and file_checksum(self.fd, self.size) != checksum:
+            raise DamagedSegment(f"{path} is damaged (its checksum differs)")
+
+
+def file_checksum(fd: int, size: int) -> int:
+    """The CRC-32 of the first `size` bytes of the file open at `fd`."""
+    if not size:
+        return 0
+    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mapped:
+        return zlib.crc32(mapped)
 
 
 class StoredBytes(HeldBytes):

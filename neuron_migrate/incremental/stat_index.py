@@ -113,8 +113,7 @@ class StatIndex:
 def _loaded(blob: bytes | None) -> dict[str, _Record]:
     if not blob:
         return {}
-    try:
-        records = pickle.loads(blob)
-    except Exception:  # written by another build: start afresh
-        return {}
+    from neuron_migrate.incremental import sealed
+
+    records = sealed.loads_payload(blob)  # None: another build's or damaged: start afresh
     return records if isinstance(records, dict) else {}

@@ -5,11 +5,13 @@ Reading the YAML files and checking them costs about 0.2 s, more than a whole re
 result cache answers. So the loaded data is also kept as one pickle beside the result cache,
 named by the digest: it loads in a few milliseconds, and an edited rule or matrix (or another
 tool version) has another digest, so a stale copy is never read. The pickle starts with a
-`DataHeader`, all a report needs when no file is analysed: reading it imports nothing.
+`DataHeader`, all a report needs when no file is analysed: reading it imports nothing. Both
+parts are sealed (`incremental.sealed`): read as data only, and checked by a checksum.
 """
 
+import io
 import os
-import pickle
+import struct
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -58,13 +60,24 @@ def _snapshot(target: str, snapshot_dir: Path) -> Path:
     return snapshot_dir / f"data-{config_digest(target)[:32]}.pickle"
 
 
+# The length of the sealed header, before it (the sealed context follows it).
+_LENGTH = struct.Struct("<I")
+
+
+def _read_header(handle: "io.BufferedReader") -> object:
+    from neuron_migrate.incremental import sealed  # the cache's: only a cached scan gets here
+
+    (length,) = _LENGTH.unpack(handle.read(_LENGTH.size))
+    return sealed.loads(handle.read(length))
+
+
 @lru_cache(maxsize=4)
 def header_for(target: str, snapshot_dir: Path | None = None) -> DataHeader:
     """The header of the data for `target`; from the snapshot without loading the rest."""
     if snapshot_dir is not None:
         try:
             with _snapshot(target, snapshot_dir).open("rb") as handle:
-                header = pickle.load(handle)
+                header = _read_header(handle)
             if isinstance(header, tuple) and len(header) == len(DataHeader._fields):
                 return DataHeader(*header)
         except Exception:  # missing or unreadable: the full load below writes it
@@ -93,19 +106,21 @@ def context_for(target: str, snapshot_dir: Path | None = None) -> Context:
         return preloaded
     if snapshot_dir is None:
         return _load(target)
+    from neuron_migrate.incremental import sealed  # the cache's: only a cached scan gets here
+
     path = _snapshot(target, snapshot_dir)
     try:
         with path.open("rb") as handle:
-            pickle.load(handle)  # the header
-            context = pickle.load(handle)
-        if isinstance(context, Context):
-            return context
+            if _read_header(handle) is not None:
+                context = sealed.loads(handle.read())
+                if isinstance(context, Context):
+                    return context
     except Exception:  # missing, truncated or from an incompatible build: load afresh
         pass
     context = _load(target)
-    header = tuple(DataHeader.of(context))  # a plain tuple: reading it imports nothing
-    data = pickle.dumps(header, pickle.HIGHEST_PROTOCOL)
-    _write_atomically(path, data + pickle.dumps(context, pickle.HIGHEST_PROTOCOL))
+    header = sealed.dumps(tuple(DataHeader.of(context)))  # plain: reading it imports nothing
+    whole = _LENGTH.pack(len(header)) + header + sealed.dumps(context)
+    _write_atomically(path, whole)
     return context
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -271,11 +270,17 @@ def test_a_report_written_to_a_file_is_spliced_too(tmp_path: Path, full_scans: l
     assert code == full_code and _without_timing(out.read_text()) == _without_timing(full)
 
 
+def _snapshot_in(path: Path) -> report_snapshot.Snapshot:
+    kept = report_snapshot._read_snapshot(str(path))
+    assert kept is not None
+    return kept[0]
+
+
 def test_files_not_settled_when_read_are_never_trusted(tmp_path: Path) -> None:
     tree, cache = _tree(tmp_path), tmp_path / "cache"  # written just now: not settled
     _scan(tree, cache)
     (pickled,) = (cache / "report-snapshots").glob("*.pickle")
-    snapshot = pickle.loads(pickled.read_bytes())
+    snapshot = _snapshot_in(pickled)
     assert snapshot.displays and all(sig is None for sig in snapshot.signatures)
     assert snapshot.folders and all(sig is None for sig in snapshot.folder_signatures)
 
@@ -353,7 +358,7 @@ def test_concurrent_spliced_scans_sharing_a_cache_each_write_a_full_report(
     with_cache = [*command, "--cache-dir", str(cache), str(tree)]
     subprocess.run(with_cache, capture_output=True, check=False)
     (pickled,) = (cache / "report-snapshots").glob("*.pickle")
-    assert None not in pickle.loads(pickled.read_bytes()).signatures  # so the scans splice
+    assert None not in _snapshot_in(pickled).signatures  # so the scans splice
     _append(tree / "analyze/alias_as.py", XLA)  # not settled: every scan below splices it in
     scans = [subprocess.Popen(with_cache, stdout=subprocess.PIPE) for _ in range(4)]
     reports = [scan.communicate()[0].decode() for scan in scans]
@@ -443,13 +448,13 @@ def test_a_snapshot_read_ahead_is_taken_while_its_file_is_unchanged(
     assert Path(path).is_absolute() and Path(path).exists() and cwd == os.getcwd()
     report_snapshot.read_ahead([(path, cwd), (str(tmp_path / "none.pickle"), cwd)])
     loads: list[object] = []
-    real_load = pickle.load
+    real_read = report_snapshot._read_snapshot
 
-    def counted_load(handle: object) -> object:
-        loads.append(handle)
-        return real_load(handle)  # type: ignore[arg-type]
+    def counted_read(path: str) -> object:
+        loads.append(path)
+        return real_read(path)
 
-    monkeypatch.setattr(report_snapshot.pickle, "load", counted_load)
+    monkeypatch.setattr(report_snapshot, "_read_snapshot", counted_read)
     _append(tree / "analyze/alias_as.py", XLA)
     _agrees(tree, cache)  # spliced into the snapshot read ahead, not read again
     assert loads == [] and len(full_scans) == 1
