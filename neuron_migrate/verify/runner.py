@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.errors import UsageError
+from neuron_migrate.verify.forwarding import NEW_GROUP, forwarding_signals
 
 SCHEMA_VERSION = 1
 TRACE_KIND = "neuron-migrate-run-trace"
@@ -109,23 +110,28 @@ def resolve_argv(command: Sequence[str], path: str, cwd: Path | None = None) -> 
 def _execute(
     argv: list[str], env: dict[str, str], cwd: Path, capture_output: bool, stdout_to_stderr: bool
 ) -> tuple[int, str]:
-    """Run to completion with inherited stdio; a Ctrl-C reaches the child, and we wait for it."""
+    """Run to completion with inherited stdio, in a process group of its own to which SIGINT,
+    SIGTERM and SIGHUP sent to this process are passed on (`verify.forwarding`); we wait for it
+    and give its status."""
     stdout: int | None = None
     if capture_output:
         stdout = subprocess.PIPE
     elif stdout_to_stderr:
         sys.stderr.flush()
         stdout = sys.stderr.fileno()
-    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, text=capture_output)
+    process = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=stdout, text=capture_output, process_group=NEW_GROUP
+    )
     output = ""
-    while True:
-        try:
-            out, _ = process.communicate()
-            output = out or ""
-            code = process.returncode
-            break
-        except KeyboardInterrupt:
-            continue  # the child got the same SIGINT; let it finish and write its trace
+    with forwarding_signals(process.pid):
+        while True:
+            try:
+                out, _ = process.communicate()
+                output = out or ""
+                code = process.returncode
+                break
+            except KeyboardInterrupt:  # where signals are not forwarded, the child got it too
+                continue  # let it finish and write its trace
     # A child killed by a signal: report it the way a shell does (128 + signal number).
     return (128 + -code if code < 0 else code), output
 
