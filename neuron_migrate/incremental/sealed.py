@@ -32,39 +32,39 @@ _HEADER = struct.Struct("<4sI")  # magic, CRC-32 of the payload
 HEADER_SIZE = _HEADER.size
 
 # The only globals a cache pickle may name: plain data, whose construction runs no code of the
-# pickle's choosing (named tuples, `__slots__` records rebuilt attribute by attribute, a
-# Counter). `tests/incremental/test_sealed.py` checks that each one is such a class.
+# pickle's choosing. Named tuples of the tool's data modules (built by `tuple.__new__`), and
+# these records, rebuilt attribute by attribute (`__slots__` or a plain `__dict__`, no
+# `__setstate__`, no property that sets). `tests/scan/test_cache_trust.py` checks them all.
 DATA_CLASSES: frozenset[tuple[str, str]] = frozenset(
     {
         ("collections", "Counter"),
         ("neuron_migrate.api", "ScanReport"),
         ("neuron_migrate.api", "Tally"),
-        ("neuron_migrate.incremental.report_snapshot", "Snapshot"),
-        ("neuron_migrate.matrix.api_map", "ApiMap"),
-        ("neuron_migrate.matrix.model", "CompileRules"),
-        ("neuron_migrate.matrix.model", "DtypeRule"),
-        ("neuron_migrate.matrix.model", "Evidence"),
-        ("neuron_migrate.matrix.model", "Matrix"),
-        ("neuron_migrate.matrix.model", "MemoryFormatRule"),
-        ("neuron_migrate.matrix.model", "NamespaceRule"),
-        ("neuron_migrate.matrix.model", "OpEntry"),
-        ("neuron_migrate.matrix.model", "OpVerdict"),
-        ("neuron_migrate.project.config", "Config"),
-        ("neuron_migrate.project.config", "Override"),
-        ("neuron_migrate.project.config", "PathRule"),
-        ("neuron_migrate.project.config", "Policy"),
-        ("neuron_migrate.ruleset.model", "Example"),
-        ("neuron_migrate.ruleset.model", "Match"),
-        ("neuron_migrate.ruleset.model", "Rewrite"),
-        ("neuron_migrate.ruleset.model", "Rule"),
         ("neuron_migrate.ruleset.ruleset", "RuleSet"),
-        ("neuron_migrate.scan.findings", "FileError"),
-        ("neuron_migrate.scan.findings", "Finding"),
-        ("neuron_migrate.scan.scan_data", "Context"),
-        ("neuron_migrate.scan.suppressions", "SuppressedFinding"),
-        ("neuron_migrate.scan.suppressions", "Suppression"),
     }
 )
+DATA_MODULES: frozenset[str] = frozenset(
+    {
+        "neuron_migrate.api",
+        "neuron_migrate.incremental.report_snapshot",
+        "neuron_migrate.matrix.api_map",
+        "neuron_migrate.matrix.model",
+        "neuron_migrate.project.config",
+        "neuron_migrate.ruleset.model",
+        "neuron_migrate.scan.findings",
+        "neuron_migrate.scan.scan_data",
+        "neuron_migrate.scan.suppressions",
+    }
+)
+
+
+def is_named_tuple(found: object) -> bool:
+    return (
+        isinstance(found, type)
+        and issubclass(found, tuple)
+        and hasattr(found, "_fields")
+        and not any("__setstate__" in vars(klass) for klass in found.__mro__)
+    )
 
 
 class NotData(pickle.UnpicklingError):
@@ -73,9 +73,13 @@ class NotData(pickle.UnpicklingError):
 
 class _DataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in DATA_CLASSES:
-            raise NotData(f"{module}.{name} is not data")
-        return super().find_class(module, name)
+        if (module, name) in DATA_CLASSES:
+            return super().find_class(module, name)
+        if module in DATA_MODULES and name.isidentifier():
+            found = super().find_class(module, name)
+            if is_named_tuple(found):
+                return found
+        raise NotData(f"{module}.{name} is not data")
 
     def persistent_load(self, pid: Any) -> Any:
         raise NotData("persistent ids are not data")

@@ -93,6 +93,22 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
     yield tree, {form: _scan(tree, form, "--no-cache") for form in FORMATS}
 
 
+def test_the_cached_data_and_snapshot_read_back(tmp_path: Path) -> None:
+    """Every class the cache holds is one the data-only reader loads: else every scan would
+    load the data afresh and never splice."""
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    _primed(tree, cache)
+    (data,) = cache.glob("data-*.pickle")
+    _cleared()
+    context = scan_data.context_for("2.14.3.0", cache)
+    assert isinstance(context, scan_data.Context)
+    assert data.stat().st_mtime_ns == next(cache.glob("data-*.pickle")).stat().st_mtime_ns
+    from neuron_migrate.incremental import report_snapshot
+
+    (snapshot,) = cache.glob("report-snapshots/*.pickle")
+    assert report_snapshot._read_snapshot(str(snapshot)) is not None
+
+
 def test_a_pickle_payload_in_any_cache_file_is_never_run(tmp_path: Path) -> None:
     tree, cache, marker = _tree(tmp_path), tmp_path / "cache", tmp_path / "pwned"
     _primed(tree, cache)
@@ -120,10 +136,18 @@ def test_the_unpickler_loads_plain_data_classes_only() -> None:
         found = getattr(importlib.import_module(module), name)
         assert isinstance(found, type)
         # Nothing of the pickle's choosing runs: no __setstate__, no property that sets.
-        assert "__setstate__" not in vars(found)
+        assert not any("__setstate__" in vars(klass) for klass in found.__mro__[:-1])
         for attr in vars(found).values():
             assert not (isinstance(attr, property) and attr.fset is not None), (module, name)
+    for module in sealed.DATA_MODULES:  # what they hold besides named tuples is not loaded
+        loaded = importlib.import_module(module)
+        for name, value in vars(loaded).items():
+            own = isinstance(value, type) and value.__module__ == module
+            if own and (module, name) not in sealed.DATA_CLASSES:
+                payload = pickle.dumps(value)
+                assert (sealed.loads_payload(payload) is value) == sealed.is_named_tuple(value)
     assert sealed.loads(sealed.seal(pickle.dumps(os.system))) is None
+    assert sealed.loads(sealed.seal(pickle.dumps(scan_data.config_digest))) is None
     assert sealed.loads(sealed.dumps((1, "a", b"b", None, [2.0], {"k": frozenset({3})}))) == (
         1,
         "a",
