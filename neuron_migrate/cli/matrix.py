@@ -69,6 +69,17 @@ def register(commands: Commands) -> None:
         help="Where to write it; default: compat_matrix/VERSION.yaml beside the bundled ones.",
     )
     imp.add_argument("--force", action="store_true", help="Overwrite an existing matrix file.")
+    probe = add_command(group, "probe", matrix_probe)
+    probe.add_argument("-o", "--out", default="neuron-probe.json", help="JSON file to write.")
+    probe.add_argument(
+        "--script", action="store_true", help="Print the probe as one file that needs only torch."
+    )
+    probe.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- python SCRIPT ...",
+        help="Your command: a Python script or -m module, run in the probe's process.",
+    )
 
 
 def _add_targets(parser: argparse.ArgumentParser) -> None:
@@ -335,3 +346,14 @@ def _matrix_file(version: str) -> Any:
     from neuron_migrate import resources
 
     return resources.matrix_dir() / f"{version}.yaml"
+
+
+# --- probe ------------------------------------------------------------------------------------
+
+
+def matrix_probe(args: argparse.Namespace) -> int:
+    """Record what the installed torch-neuronx registers and what your command falls back on."""
+    from neuron_migrate.matrix.probe import main
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return main(["--script"] if args.script else ["-o", args.out, "--", *command])

@@ -46,6 +46,19 @@ def build(trace: ProcessTrace, version: str) -> types.ModuleType:
     def is_neuron_runtime_initialized() -> bool:
         return True
 
+    def get_neuron_registered_ops(as_sorted: bool = True, keep_variant: bool = True) -> list[str]:
+        """The ops the device has a kernel for: the matrix's native entries (the real
+        package's `torch_neuronx.utils` function of this name lists its PrivateUse1 kernels)."""
+        from neuron_migrate.matrix import load_matrix
+
+        names = load_matrix(version).ops_with_status(NATIVE)
+        if not keep_variant:
+            names = tuple(dict.fromkeys(name.partition(".")[0] for name in names))
+        return sorted(names) if as_sorted else list(names)
+
+    utils = types.ModuleType("torch_neuronx.utils", "Stand-in for torch_neuronx.utils.")
+    utils.get_neuron_registered_ops = get_neuron_registered_ops  # type: ignore[attr-defined]
+
     module.__dict__.update(
         __version__=version,
         SIMULATED=True,
@@ -53,6 +66,7 @@ def build(trace: ProcessTrace, version: str) -> types.ModuleType:
         get_executed_ops=get_executed_ops,
         clear_op_tracking=clear_op_tracking,
         is_neuron_runtime_initialized=is_neuron_runtime_initialized,
+        utils=utils,
         neuron=device_module,
     )
     for name in (
@@ -77,4 +91,6 @@ def build(trace: ProcessTrace, version: str) -> types.ModuleType:
 
 
 def install(trace: ProcessTrace, version: str) -> None:
-    sys.modules["torch_neuronx"] = build(trace, version)
+    module = build(trace, version)
+    sys.modules["torch_neuronx"] = module
+    sys.modules["torch_neuronx.utils"] = module.utils

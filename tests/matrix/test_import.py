@@ -150,3 +150,28 @@ def test_scan_refuses_an_api_the_table_marks_n(tmp_path, monkeypatch):
     assert "official table" in refused.message
     assert found[5, "torch.sort"].status == "cpu_fallback"
     clear_cache()
+
+
+def test_probe_script_stands_alone():
+    result = invoke(["matrix", "probe", "--script"])
+    assert result.exit_code == 0, result.stderr
+    script = result.stdout
+    assert script.startswith('"""Record what the installed torch-neuronx really does')
+    assert "neuron_migrate" not in script.replace("neuron-migrate", "").split('"""', 2)[2]
+    compile(script, "probe.py", "exec")
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ('{"format": "something-else"}', "format: expected 'neuron-migrate-matrix-probe'"),
+        ('{"format": "neuron-migrate-matrix-probe", "versions": {}}', "registered: missing"),
+        ("{not json", "<file>: not a probe file"),
+    ],
+)
+def test_a_bad_probe_file_is_one_line(tmp_path, body, problem):
+    path = tmp_path / "probe.json"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(DataFileError) as err:
+        import_file(path, base=BASE)
+    assert "\n" not in str(err.value) and problem in str(err.value)
