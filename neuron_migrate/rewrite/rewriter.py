@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import time
 import traceback
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate import __version__
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
+from neuron_migrate.parent_watch import die_with_parent
 from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
@@ -349,8 +351,9 @@ def _rewrite_here(job: Job, settings: Settings, cache: Cache) -> FileRewrite:
     return _stored(job, _rewrite(job, settings), cache)
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, parent: int) -> None:
     global _WORKER
+    die_with_parent(parent)  # a rewrite killed with SIGKILL leaves no worker behind
     _WORKER = settings
     collect_less(FEW_CYCLES)  # a worker's whole life is the run
 
@@ -393,7 +396,7 @@ def _rewrite_in_pool(
                     max_workers=jobs,
                     mp_context=context,
                     initializer=_init_worker,
-                    initargs=(settings,),
+                    initargs=(settings, os.getpid()),
                 )
             return pool.submit(_rewrite_in_worker, batch)
         except BrokenProcessPool:
@@ -440,11 +443,60 @@ def _rewrite_in_pool(
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+# A temporary file of `write_atomically`: `.neuron-migrate-PID-RANDOM.tmp`, PID its writer's.
+_TMP_PREFIX = ".neuron-migrate-"
+_TMP_SUFFIX = ".tmp"
+# One without a writer's pid (an older build's) is stale once this old.
+_STALE_S = 3600.0
+_swept: set[str] = set()  # folders whose stale temporary files this process removed
+
+
+def remove_stale_temporaries(directory: str) -> None:
+    """Remove the temporary files `write_atomically` left in `directory` when its writer was
+    killed (SIGKILL, power loss): those whose writer's pid is no longer a live process, as
+    git does with a lock whose holder is gone. Another running writer's are left alone."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        if not (name.startswith(_TMP_PREFIX) and name.endswith(_TMP_SUFFIX)):
+            continue
+        path = os.path.join(directory, name)
+        writer = name[len(_TMP_PREFIX) :].split("-", 1)[0]
+        try:
+            if writer.isdigit() and "-" in name[len(_TMP_PREFIX) :]:
+                if _running(int(writer)):
+                    continue
+            elif now - os.lstat(path).st_mtime < _STALE_S:
+                continue
+            os.unlink(path)
+        except OSError:
+            continue
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Replace `path` with `data` in one step: a reader sees the old file or the new one."""
     directory = os.path.dirname(os.path.abspath(path))
+    if directory not in _swept:
+        _swept.add(directory)
+        remove_stale_temporaries(directory)
     mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=".neuron-migrate-", suffix=".tmp", dir=directory)
+    prefix = f"{_TMP_PREFIX}{os.getpid()}-"
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=_TMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
+from neuron_migrate.parent_watch import die_with_parent
 from neuron_migrate.project.discover import SourcePath, may_hold_findings
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.scan.findings import FileError
@@ -69,8 +70,9 @@ def _prefiltered(data: bytes, display: str) -> ScannedFile:
 _worker_context: Context | None = None
 
 
-def _start_worker(context: Context) -> None:
+def _start_worker(context: Context, parent: int) -> None:
     global _worker_context
+    die_with_parent(parent)  # a scan killed with SIGKILL leaves no worker behind
     _worker_context = context
     collect_less(FEW_CYCLES)
 
@@ -89,7 +91,10 @@ def _pool(jobs: int, context: Context) -> "ProcessPoolExecutor":
     # fork hands the loaded data to the workers as it is; spawn pickles it once per worker.
     start = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     return ProcessPoolExecutor(
-        max_workers=jobs, mp_context=start, initializer=_start_worker, initargs=(context,)
+        max_workers=jobs,
+        mp_context=start,
+        initializer=_start_worker,
+        initargs=(context, os.getpid()),
     )
 
 
