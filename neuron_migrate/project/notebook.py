@@ -21,8 +21,9 @@ How the module is built, and why:
   comment with it. Lines a transform puts before the first sentinel (an added import) join the
   first code cell.
 - IPython syntax does not parse as Python, so in a cell that does not parse, magic and shell
-  lines (`%pip install x`, `!ls`, `x = !ls`, `obj?`, and their backslash continuations) become
-  `__neuron_migrate_magic__(K)` at the same indentation, and come back verbatim afterwards. A
+  lines (`%pip install x`, `!ls`, `x = !ls`, `obj?`, and their backslash continuations, which
+  IPython joins into one command) become `__neuron_migrate_magic__(K)` at the command's
+  indentation, and come back verbatim afterwards. A
   cell that parses is left exactly as it is (so `"!"` inside a string is never touched).
 - A cell magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, ...) keeps its body;
   other cell magics (`%%bash`, `%%writefile`, ...) and non-code cells are left out of the module.
@@ -77,6 +78,7 @@ class SplitNotebook:
     magics: tuple[str, ...] = ()  # original lines behind each __neuron_migrate_magic__(K)
     cell_magic_lines: dict[int, str] = field(default_factory=dict)  # cell -> its %%magic line
     language: str = "python"
+    continued: frozenset[int] = frozenset()  # magics that continue a command's line: verbatim
 
     def locate(self, line: int) -> tuple[int, int] | None:
         """(cell, line in cell) for a line of `source`; None for a sentinel line."""
@@ -120,6 +122,7 @@ def split_notebook(text: str) -> SplitNotebook:
     parts: list[str] = []
     spans: list[CellSpan] = []
     magics: list[str] = []
+    continued: set[int] = set()
     cell_magic_lines: dict[int, str] = {}
     line = 1
     for number, cell in enumerate(data["cells"], 1):
@@ -132,7 +135,7 @@ def split_notebook(text: str) -> SplitNotebook:
                 continue  # not Python: leave the cell alone
             cell_magic_lines[number] = first + "\n"
             body = rest
-        masked = _mask_magics(body, magics)
+        masked = _mask_magics(body, magics, continued)
         parts.append(f"{CELL_SENTINEL}({number})\n")
         line += 1
         trailing = body.endswith("\n")
@@ -141,7 +144,14 @@ def split_notebook(text: str) -> SplitNotebook:
         count = masked.count("\n") + (0 if trailing or not masked else 1)
         spans.append(CellSpan(number, line, count, trailing))
         line += count
-    return SplitNotebook("".join(parts), tuple(spans), tuple(magics), cell_magic_lines, language)
+    return SplitNotebook(
+        "".join(parts),
+        tuple(spans),
+        tuple(magics),
+        cell_magic_lines,
+        language,
+        frozenset(continued),
+    )
 
 
 def _parses(body: str) -> bool:
@@ -154,14 +164,21 @@ def _parses(body: str) -> bool:
     return True
 
 
-def _mask_magics(body: str, magics: list[str]) -> str:
+def _mask_magics(body: str, magics: list[str], continued: set[int]) -> str:
     if not body or _parses(body):
         return body
     out = []
     continuing = False
+    indent = ""
     for line in body.splitlines(keepends=True):
         if continuing or _MAGIC_LINE.match(line):
-            indent = line[: len(line) - len(line.lstrip())]
+            if continuing:
+                # IPython joins `!pip install \` and the lines after it into one command: a
+                # continuation line keeps the command's indentation (its own would be an
+                # unexpected indent) and comes back exactly as it was.
+                continued.add(len(magics))
+            else:
+                indent = line[: len(line) - len(line.lstrip())]
             ending = "\n" if line.endswith("\n") else ""
             out.append(f"{indent}{MAGIC_PLACEHOLDER}({len(magics)}){ending}")
             magics.append(line.rstrip("\n"))
@@ -204,8 +221,11 @@ def _restore(line: str, split: SplitNotebook) -> str:
     match = _PLACEHOLDER_LINE.match(line)
     if match is None:
         return line
-    original = split.magics[int(match.group(2))]
+    number = int(match.group(2))
+    original = split.magics[number]
     ending = "\n" if line.endswith("\n") else ""
+    if number in split.continued:
+        return original + ending
     return match.group(1) + original.lstrip() + ending
 
 

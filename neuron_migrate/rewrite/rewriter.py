@@ -581,9 +581,19 @@ class RewriteSummary:
             uses = "use" if left == 1 else "uses"
             head += f"nothing left to rewrite: {left} torch_xla {uses} left for a person, marked"
         else:
+            head += f"{self.rewritten} torch_xla uses rewritten, {left} left for a person "
+            # a file it could not read (a notebook that does not parse, a binary .py) may hold
+            # torch_xla too: no share of what was seen is "converted" for the whole tree
             head += (
-                f"{self.rewritten} torch_xla uses rewritten, {left} left for a person "
-                f"({self.conversion:.0f}% converted)"
+                f"({self.conversion:.0f}% converted of the files read)"
+                if self.errors
+                else f"({self.conversion:.0f}% converted)"
+            )
+        if self.errors:
+            count = len(self.errors)
+            head += (
+                f"; {count} {'file' if count == 1 else 'files'} could not be read and "
+                f"{'was' if count == 1 else 'were'} not rewritten"
             )
         out = [head]
         if self.need_torch_xla:

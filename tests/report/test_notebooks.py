@@ -175,3 +175,43 @@ def test_rewrite_apply_migrates_a_notebook_that_still_opens(tmp_path: Path) -> N
     first = path.read_bytes()
     invoke(["rewrite", str(tmp_path), "--apply"])
     assert path.read_bytes() == first  # a second run changes nothing
+
+
+CONTINUED = [
+    _cell(
+        "code",
+        "!pip install \\\n    torch-neuronx \\\n    neuronx-cc\n"
+        "import torch_xla.core.xla_model as xm\n"
+        "if True:\n    !echo \\\n        indented\n    device = xm.xla_device()\n",
+    )
+]
+
+
+def test_a_shell_line_continued_with_a_backslash_is_one_command(tmp_path: Path) -> None:
+    # IPython joins `!pip install \` and the indented lines after it into one command.
+    split = split_notebook(notebook_text(CONTINUED))
+    assert cell_sources(split, split.source)[1] == "".join(CONTINUED[0]["source"])
+    (tmp_path / "setup.ipynb").write_text(notebook_text(CONTINUED), encoding="utf-8")
+    _, out, _ = invoke(["scan", str(tmp_path), "-f", "json", "--no-cache", "--fail-on", "none"])
+    report = json.loads(out)
+    assert report["errors"] == []
+    assert ("torch_xla.core.xla_model.xla_device", 1, 8) in {
+        (f["api"], f["cell"], f["line"]) for f in report["findings"]
+    }
+    code, _, _ = invoke(["rewrite", str(tmp_path), "--apply"])
+    doc = json.loads((tmp_path / "setup.ipynb").read_text(encoding="utf-8"))
+    source = "".join(doc["cells"][0]["source"])
+    assert code == 0 and "!pip install \\\n    torch-neuronx \\\n    neuronx-cc\n" in source
+    assert "xla_device" not in source and "    !echo \\\n        indented\n" in source
+
+
+def test_a_notebook_that_cannot_be_read_is_an_error_in_the_rewrite_summary(
+    tmp_path: Path,
+) -> None:
+    # cut short while saved: not JSON, but it holds torch_xla code
+    text = notebook_text(CONTINUED)
+    (tmp_path / "broken.ipynb").write_text(text[: text.index("xla_device")], encoding="utf-8")
+    (tmp_path / "m.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    _, _, err = invoke(["rewrite", str(tmp_path)])
+    assert "broken.ipynb" in err
+    assert "1 file could not be read" in err and "100% converted" not in err
