@@ -35,17 +35,21 @@ class MatrixDiff:
     added: tuple[OpChange, ...]  # listed only in b
     removed: tuple[OpChange, ...]  # listed only in a
     rules: tuple[RuleChange, ...]
+    # listed in both with the same status, resting on other evidence (what an import changes)
+    evidence_changed: tuple[OpChange, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.changed or self.added or self.removed or self.rules)
+        return not (
+            self.changed or self.added or self.removed or self.rules or self.evidence_changed
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def diff_matrices(a: Matrix, b: Matrix) -> MatrixDiff:
-    changed, added, removed = [], [], []
+    changed, added, removed, evidence = [], [], [], []
     for op in sorted(set(a.ops) | set(b.ops)):
         va, vb = a.op_status(op), b.op_status(op)
         change = OpChange(op, va.status, vb.status, va.source, vb.source)
@@ -55,6 +59,8 @@ def diff_matrices(a: Matrix, b: Matrix) -> MatrixDiff:
             removed.append(change)
         elif va.status != vb.status:
             changed.append(change)
+        elif va.source != vb.source:
+            evidence.append(change)
     return MatrixDiff(
         a_version=a.version,
         b_version=b.version,
@@ -62,6 +68,7 @@ def diff_matrices(a: Matrix, b: Matrix) -> MatrixDiff:
         added=tuple(added),
         removed=tuple(removed),
         rules=tuple(_rule_changes(a, b)),
+        evidence_changed=tuple(evidence),
     )
 
 

@@ -23,3 +23,19 @@ def test_diff_reports_status_listing_and_rule_changes(write_matrix, valid_doc):
     assert [c.op for c in d.removed] == ["aten::_fft_r2c"]
     assert any(r.section == "compile" and r.key == "modes_with_effect" for r in d.rules)
     assert d.to_dict()["a_version"] == "9.1.0.0"
+
+
+def test_diff_reports_entries_whose_evidence_changed(write_matrix, valid_doc):
+    a = load_matrix(path=write_matrix(valid_doc, "9.1.0.0.yaml"))
+    valid_doc["torch_neuronx"] = "9.2.0.0"
+    valid_doc["evidence"]["table"] = {"title": "T", "reference": "t.md", "kind": "official-table"}
+    valid_doc["ops"][0]["ops"] = ["aten::eq"]  # add.Tensor moves to a group of the table
+    valid_doc["ops"].append(
+        {"group": "t", "status": "native", "source": "table", "ops": ["aten::add.Tensor"]}
+    )
+    b = load_matrix(path=write_matrix(valid_doc, "9.2.0.0.yaml"))
+    d = diff_matrices(a, b)
+    assert not (d.changed or d.added or d.removed)
+    [moved] = d.evidence_changed
+    assert (moved.op, moved.a_source, moved.b_source) == ("aten::add.Tensor", "snap", "table")
+    assert not d.is_empty
