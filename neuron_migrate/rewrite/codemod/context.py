@@ -189,6 +189,8 @@ class FileContext:
     own_helpers: frozenset[str] = frozenset()  # helper classes the file holds already
     outcomes: list[Outcome] = field(default_factory=list)
     unwrapped_steps: frozenset[int] = frozenset()  # see beside_plain_steps
+    # A spawn of the file is left for a person: the script is not yet launched by torchrun.
+    spawn_kept: bool = False
 
     def alias(self, module: str) -> str:
         """The local name for `module` ("os", "torch", "dist", "torch_neuronx")."""

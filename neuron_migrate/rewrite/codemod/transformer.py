@@ -433,8 +433,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         return result
 
     def _env_statement(self, old: cst.BaseSmallStatement, env: list[PendingEnv]):
-        """Delete `os.environ[K] = v`, `os.environ.setdefault(K, v)`, `os.environ.pop(K)` and
-        `del os.environ[K]` for a variable whose rule says it is dead."""
+        """Delete `os.environ[K] = v`, `os.environ.setdefault(K, v)`, `os.putenv(K, v)`,
+        `os.environ.pop(K)` and `del os.environ[K]` for a variable whose rule says it is dead."""
         key = _environ_key(old)
         if key is None:
             return None
@@ -533,6 +533,14 @@ def _environ_key(small: cst.BaseSmallStatement) -> cst.BaseExpression | None:
             isinstance(func, cst.Attribute)
             and func.attr.value in ("setdefault", "pop")
             and _is_environ(func.value)
+            and small.value.args
+        ):
+            return small.value.args[0].value
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "putenv"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "os"
             and small.value.args
         ):
             return small.value.args[0].value

@@ -74,6 +74,16 @@ _NON_TENSOR_BUILTINS = frozenset(
 )
 _ENV_METHODS = {"get", "setdefault", "pop"}  # on a copy of the environment
 _ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"}
+# The rendezvous address a script sets for xmp.spawn's workers: torchrun sets it for its own.
+_RENDEZVOUS_ENV = frozenset({"MASTER_ADDR", "MASTER_PORT"})
+_SPAWNS = frozenset(
+    {
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch_xla.launch",
+        "torch_xla.torch_xla.launch",
+    }
+)
+_ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv"})
 
 Span = tuple[int, int, int, int]
 
@@ -276,6 +286,7 @@ class _SiteFinder:
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
         self.reported_backends: set[int] = set()  # backend strings reported, by id
         self.device_strings: set[int] = set()  # device strings reported, by id
+        self.spawns = False  # the module starts workers with xmp.spawn or torch_xla.launch
         self.placed_calls: list[tuple[int, ast.Call]] = []  # (index in sites, call) to place
         self.imported_modules = {
             r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
@@ -467,6 +478,7 @@ class _SiteFinder:
     def find_idioms(self) -> None:
         # The name model's walk collected the candidates: no walk of our own.
         # An idiom's node (a string, an argument) shares the guard of the candidate it is in.
+        self.spawns = any(q in _SPAWNS for q in self.call_qualnames.values())
         for call, guarded in self.model.calls:
             self.idioms_in_call(call, guarded)
         for node, guarded in self.model.idiom_nodes:
@@ -547,6 +559,8 @@ class _SiteFinder:
             qualname is None and self._env_method(func) in _ENV_METHODS
         ):
             self.env_name(_argument(call, 0, "key"), guarded)
+            if qualname in _ENV_SETTERS:
+                self.rendezvous_env(_argument(call, 0, "key"), guarded)
         elif (
             qualname is None
             and isinstance(func, ast.Name)
@@ -691,6 +705,23 @@ class _SiteFinder:
     def env_subscript(self, node: ast.Subscript, guarded: bool) -> None:
         if self._is_environment(node.value):
             self.env_name(node.slice, guarded)
+            if isinstance(node.ctx, ast.Store):
+                self.rendezvous_env(node.slice, guarded)
+
+    def rendezvous_env(self, key: ast.expr | None, guarded: bool) -> None:
+        """`os.environ["MASTER_PORT"] = ...` in a script that starts its workers with
+        xmp.spawn or torch_xla.launch: under torchrun, which sets it, a second address."""
+        value = _string(key)
+        if self.spawns and value in _RENDEZVOUS_ENV and self.chain_env(key):
+            assert key is not None
+            self.idiom("spawn-rendezvous-env", key, value, guarded)
+
+    def chain_env(self, key: ast.expr | None) -> bool:
+        """Whether `key` is the key of os.environ itself (not of a copy for a child)."""
+        parent = self.model.parents.get(id(key))
+        if isinstance(parent, ast.Subscript):
+            return self.chain_qualnames.get(id(parent.value)) == "os.environ"
+        return True  # os.environ.setdefault / os.putenv: resolved by qualname
 
     def env_dict(self, node: ast.Dict, guarded: bool) -> None:
         """`{**os.environ, "PJRT_DEVICE": "NEURON"}`: a child process's environment."""

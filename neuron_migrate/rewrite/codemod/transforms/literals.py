@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
+from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound
 from neuron_migrate.rewrite.codemod.targets import LiteralTarget, literal
 from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
@@ -118,6 +120,40 @@ def env_var(t: LiteralTarget) -> cst.SimpleString | None:
         return replace_value(t.literal, rename)
     t.delete_statement = True
     return t.literal
+
+
+@literal("spawn-rendezvous-env")
+def spawn_rendezvous_env(t: LiteralTarget) -> cst.SimpleString | None:
+    """MASTER_ADDR / MASTER_PORT set by a script whose spawn becomes a torchrun launch: the
+    setter goes, unless it runs under a condition or the spawn is left for a person."""
+    if t.ctx.spawn_kept or _conditional(t.parents):
+        return None
+    t.delete_statement = True
+    return t.literal
+
+
+def _conditional(parents: Sequence[cst.CSTNode]) -> bool:
+    """Whether a compound statement other than `if __name__ == "__main__":` lies between the
+    node and its function or module."""
+    for node in reversed(parents):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, cst.If) and _MAIN_GUARD.match(cst.Module([]).code_for_node(node.test)):
+            continue
+        if isinstance(node, OpaqueCompound):
+            header = node.headers.texts[0]
+            if _SCOPE.match(header):
+                return False
+            if _MAIN_GUARD.match(header.removeprefix("if").strip()) and len(node.bodies) == 1:
+                continue
+            return True
+        if isinstance(node, cst.BaseCompoundStatement):
+            return True
+    return False
+
+
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]\s*:?$""")
+_SCOPE = re.compile(r"(@|def\b|async\s+def\b|class\b)")
 
 
 @literal("keep")
