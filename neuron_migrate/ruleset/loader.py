@@ -14,9 +14,14 @@ from typing import Any
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.ruleset.model import (
     FAMILIES,
+    FILE_FIXES,
+    FILE_IDIOMS,
+    FILE_KINDS,
     SAFETIES,
     SEVERITIES,
     Example,
+    FileExample,
+    FileRule,
     Match,
     Rewrite,
     Rule,
@@ -40,7 +45,11 @@ _TOP_KEYS = {
     "manual",
     "severity",
     "examples",
+    "files",
 }
+_FILES_KEYS = {"kinds", "idiom", "details", "fix", "status", "rename_to", "message", "examples"}
+_FILE_EXAMPLE_KEYS = {"kind", "before", "after", "unchanged", "fixes"}
+_FILE_STATUSES = ("xla", "unsupported", "advice")
 _MATCH_KEYS = {"qualnames", "idiom", "details", "analyzer"}
 _REWRITE_KEYS = {"template", "transform", "params", "defaults", "options"}
 _EXAMPLE_KEYS = {"before", "after", "fixes"}
@@ -162,6 +171,59 @@ def _code(fields: _Fields, key: str) -> str:
     return value if value.endswith("\n") else value + "\n"
 
 
+def _files(fields: _Fields) -> FileRule:
+    fields.only(_FILES_KEYS)
+    kinds = fields.strings("kinds")
+    if not kinds:
+        raise fields.fail("kinds", "name at least one file kind")
+    for kind in kinds:
+        if kind not in FILE_KINDS:
+            raise fields.fail("kinds", f"unknown file kind {kind!r} (known: {', '.join(FILE_KINDS)})")
+    idiom = fields.choice("idiom", FILE_IDIOMS, "")
+    fix = fields.choice("fix", FILE_FIXES, "marker")
+    rename_to = fields.text("rename_to", required=False)
+    if (fix == "rename") != (rename_to is not None):
+        raise fields.fail("rename_to", "give rename_to exactly when fix is rename")
+    message = fields.text("message", required=False)
+    if message is not None and "\n" in message:
+        raise fields.fail("message", "must be one line (it becomes a comment)")
+    raw = fields.data.get("examples", [])
+    if not isinstance(raw, list):
+        raise fields.fail("examples", "must be a list")
+    examples = []
+    for i, item in enumerate(raw):
+        example = _Fields(fields.path, item, f"{fields.where}.examples[{i}]")
+        example.only(_FILE_EXAMPLE_KEYS)
+        kind = example.choice("kind", kinds, "")
+        if "unchanged" in example.data:
+            if "before" in example.data or "after" in example.data:
+                raise example.fail("unchanged", "an unchanged example has no before/after")
+            text = _code(example, "unchanged")
+            examples.append(FileExample(kind, text, text))
+        else:
+            examples.append(
+                FileExample(
+                    kind,
+                    _code(example, "before"),
+                    _code(example, "after"),
+                    example.choice("fixes", SAFETIES, "safe"),  # type: ignore[arg-type]
+                )
+            )
+    missing = [kind for kind in kinds if not any(e.kind == kind for e in examples)]
+    if missing:
+        raise fields.fail("examples", f"give an example for every kind (none for {missing[0]})")
+    return FileRule(
+        kinds=kinds,
+        idiom=idiom,
+        details=fields.strings("details"),
+        fix=fix,
+        status=fields.choice("status", _FILE_STATUSES, "xla"),
+        rename_to=rename_to,
+        message=message,
+        examples=tuple(examples),
+    )
+
+
 def parse_rule(path: Path, data: Any, display: str) -> Rule:
     """Validate one parsed YAML document as a rule."""
     fields = _Fields(display, data)
@@ -178,7 +240,11 @@ def parse_rule(path: Path, data: Any, display: str) -> Rule:
     if path.parent.name != family:
         raise fields.fail("code", f"{code} belongs in rules/{family}/")
 
-    match = _match(fields.sub("match"))
+    # A rule for project files only (a launcher, a dependency pin) matches no Python.
+    if fields.data.get("match") is None and fields.data.get("files") is not None:
+        match = Match()
+    else:
+        match = _match(fields.sub("match"))
     rewrite = _rewrite(fields.sub("rewrite")) if fields.data.get("rewrite") is not None else None
     manual = fields.text("manual", required=False)
     if rewrite is None and manual is None and match.analyzer is None:
@@ -209,6 +275,7 @@ def parse_rule(path: Path, data: Any, display: str) -> Rule:
         path=display,
         examples=examples,
         unchanged=tuple(u if u.endswith("\n") else u + "\n" for u in unchanged),
+        files=_files(fields.sub("files")) if fields.data.get("files") is not None else None,
     )
 
 

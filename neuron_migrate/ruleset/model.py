@@ -61,6 +61,64 @@ class Example(NamedTuple):
     fixes: Safety = "safe"
 
 
+# The kinds of project file besides Python that a rule may apply to (`neuron_migrate.project_files`).
+FILE_KINDS: tuple[str, ...] = (
+    "shell",
+    "dockerfile",
+    "requirements",
+    "pyproject",
+    "setup-cfg",
+    "setup-py",
+    "conda",
+    "yaml",
+    "json",
+)
+# What a project-file rule matches; each reader says which of these it can find.
+FILE_IDIOMS: tuple[str, ...] = (
+    "env-var",  # an environment variable set, passed or unset
+    "command",  # a command run by name (a launcher wrapper)
+    "python-module",  # `python -m MODULE`
+    "torchrun",  # a torchrun (or `python -m torch.distributed.run`) launch
+    "package",  # a dependency requirement, by normalised project name
+    "package-pin",  # a torch / torch-neuronx requirement that excludes the target's pair
+    "requires-python",  # the Python versions a project declares
+    "instance-type",  # an EC2 / SageMaker instance type
+    "image",  # a container image reference (FROM, image:)
+    "venv",  # a DLAMI virtual environment path
+)
+# How `rewrite` treats a project-file finding.
+FILE_FIXES: tuple[str, ...] = (
+    "drop",  # remove the assignment / entry (meaning certain)
+    "rename",  # rename the variable to `rename_to`
+    "pin",  # set a requirement's version to the target's pair (torch, torch-neuronx)
+    "keep",  # matched and left alone: no finding
+    "marker",  # a TODO comment in the file's syntax
+    "report",  # a finding only: no change, no marker
+)
+
+
+class FileExample(NamedTuple):
+    """A before/after pair (or an unchanged text, after == before) in one file kind."""
+
+    kind: str
+    before: str
+    after: str
+    fixes: Safety = "safe"
+
+
+class FileRule(NamedTuple):
+    """How a rule applies to launch scripts, dependency files, containers and job configs."""
+
+    kinds: tuple[str, ...]
+    idiom: str
+    details: tuple[str, ...]  # fnmatch patterns over the idiom's detail; () = all
+    fix: str
+    status: str  # the finding's status: xla | unsupported | advice
+    rename_to: str | None = None
+    message: str | None = None  # the finding's message and marker text (default: manual)
+    examples: tuple[FileExample, ...] = ()
+
+
 class Rule(NamedTuple):
     code: str
     name: str
@@ -77,6 +135,7 @@ class Rule(NamedTuple):
     path: str
     examples: tuple[Example, ...] = ()
     unchanged: tuple[str, ...] = ()
+    files: FileRule | None = None
 
     @property
     def has_rewrite(self) -> bool:
@@ -94,3 +153,8 @@ class Rule(NamedTuple):
     def marker(self) -> str:
         """The comment `rewrite` leaves where a person must act."""
         return f"# TODO(neuron-migrate {self.code}): {self.manual or self.summary}"
+
+    def file_message(self) -> str:
+        """What a project-file finding says, and its marker's text."""
+        files = self.files
+        return (files.message if files else None) or self.manual or self.summary

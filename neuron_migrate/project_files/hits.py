@@ -1,0 +1,80 @@
+"""What a file-kind reader finds before any rule is consulted: a `Hit` per idiom occurrence.
+
+Offsets are character offsets into the file's text. A hit says where it is (its span), where a
+marker comment may go, and which bytes a safe fix would remove or rename -- the reader knows the
+syntax, the rules know the meaning, so each side decides only what it can.
+"""
+
+from typing import NamedTuple
+
+
+class Hit(NamedTuple):
+    idiom: str  # one of ruleset.model.FILE_IDIOMS
+    detail: str  # the variable, command, module, package, instance type, image or venv
+    start: int  # the span reported
+    end: int
+    marker_at: int | None  # a line start where a comment line may be inserted; None: nowhere
+    indent: str = ""  # the marker line's indentation
+    drop: tuple[int, int] | None = None  # the span whose removal drops this use, when certain
+    name: tuple[int, int] | None = None  # the span a rename or version fix replaces
+    note: str = ""  # shown after the message (a version specifier, --nproc_per_node=N)
+    # Uses that share one statement (`export A=1 B=2`, `ENV A=1 B=2`, a mapping): dropping all
+    # of them must drop the statement (`group`: its whole lines, or None: then no drop at all).
+    group_key: int = -1
+    group_size: int = 1
+    group: tuple[int, int] | None = None
+
+
+class Edit(NamedTuple):
+    start: int
+    end: int
+    text: str
+
+
+def line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def line_end(text: str, offset: int) -> int:
+    """The offset just past the newline of the line holding `offset` (or the end of text)."""
+    end = text.find("\n", offset)
+    return len(text) if end < 0 else end + 1
+
+
+def indent_at(text: str, start: int) -> str:
+    """The whitespace that opens the line starting at `start`."""
+    end = start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[start:end]
+
+
+def whole_lines(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span of the lines `start:end` fills alone (blanks around it, or a `#` comment after
+    it, which goes with it), or None when other code shares a line with it."""
+    first = line_start(text, start)
+    if text[first:start].strip():
+        return None
+    stop = line_end(text, end)
+    rest = text[end:stop].strip()
+    if rest and not (rest.startswith("#") and text[end : end + 1] in (" ", "\t")):
+        return None
+    return first, stop
+
+
+class Positions:
+    """Character offset -> (1-based line, 0-based column)."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        find = text.find
+        at = find("\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = find("\n", at + 1)
+
+    def of(self, offset: int) -> tuple[int, int]:
+        from bisect import bisect_right
+
+        index = bisect_right(self.starts, offset) - 1
+        return index + 1, offset - self.starts[index]

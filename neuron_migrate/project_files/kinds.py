@@ -1,0 +1,59 @@
+"""Which project files besides Python a scan reads, and what kind each is (by name, or by a
+shell shebang for files without an extension)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+# (kind, name patterns), first match wins; names are matched case-sensitively, as on Linux.
+_BY_NAME: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("dockerfile", ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "*.dockerfile", "Containerfile")),
+    ("pyproject", ("pyproject.toml",)),
+    ("setup-cfg", ("setup.cfg",)),
+    ("setup-py", ("setup.py",)),
+    (
+        "requirements",
+        ("requirements*.txt", "*requirements.txt", "requirements*.in", "constraints*.txt"),
+    ),
+    ("conda", ("environment.yml", "environment.yaml", "environment-*.yml", "environment-*.yaml")),
+    ("shell", ("*.sh", "*.bash", "*.sbatch", "*.slurm")),
+    ("yaml", ("*.yml", "*.yaml")),
+    ("json", ("*.json",)),
+)
+_SHEBANG = re.compile(rb"^#![ \t]*\S*/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?:ba|da|k|z)?sh\b")
+# What a project file must contain to be worth parsing (the Python prefilter's role): the XLA
+# and Neuron names, launchers, instance types, DLAMI environments -- and, in dependency files,
+# the Python version a project declares.
+NEEDLES = re.compile(
+    rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|neuron|xlarge|_venv_"
+)
+DEPENDENCY_NEEDLES = re.compile(rb"torch|xla|neuron|python")
+DEPENDENCY_KINDS = frozenset({"requirements", "pyproject", "setup-cfg", "setup-py", "conda"})
+
+
+def kind_by_name(display: str) -> str | None:
+    """The kind of project file `display` names, or None (Python, notebooks, anything else)."""
+    name = display.rpartition("/")[2]
+    folder = display.rpartition("/")[0].rpartition("/")[2]
+    for kind, patterns in _BY_NAME:
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            return kind
+    if folder == "requirements" and name.endswith((".txt", ".in")):
+        return "requirements"
+    return None
+
+
+def may_be_shell_script(name: str) -> bool:
+    """An extension-less name worth a look at its first line (`run`, `launch_train`)."""
+    return "." not in name and name not in ("Makefile", "LICENSE", "README", "NOTICE", "OWNERS")
+
+
+def is_shell_shebang(head: bytes) -> bool:
+    return _SHEBANG.match(head) is not None
+
+
+def may_hold_findings(data: bytes, kind: str) -> bool:
+    if kind in DEPENDENCY_KINDS:
+        return DEPENDENCY_NEEDLES.search(data) is not None
+    return NEEDLES.search(data) is not None

@@ -1,0 +1,58 @@
+"""One entry point over the file-kind readers: the hits of a file, or a one-line parse error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from neuron_migrate.project_files.hits import Hit
+
+
+class UnreadableFile(Exception):
+    """A project file its reader cannot parse; the message is one line."""
+
+
+def read_hits(text: str, kind: str) -> list[Hit]:
+    from neuron_migrate.project_files.configs import ConfigError
+    from neuron_migrate.project_files.deps import DependencyError
+    from neuron_migrate.project_files.dockerfile import DockerfileError
+
+    try:
+        return list(_hits(text, kind))
+    except (ConfigError, DependencyError, DockerfileError) as exc:
+        raise UnreadableFile(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+
+
+def _hits(text: str, kind: str) -> Iterator[Hit]:
+    if kind == "shell":
+        from neuron_migrate.project_files.shell import Fragment, parse_error, shell_hits
+
+        error = parse_error(text)
+        if error is not None:
+            raise UnreadableFile(error)
+        yield from shell_hits(Fragment(text, lambda o: o, True), text)
+    elif kind == "dockerfile":
+        from neuron_migrate.project_files.dockerfile import dockerfile_hits
+
+        yield from dockerfile_hits(text)
+    elif kind in ("yaml", "json", "conda"):
+        from neuron_migrate.project_files.configs import config_hits
+
+        yield from config_hits(text, kind)
+    elif kind == "requirements":
+        from neuron_migrate.project_files.deps import requirements_hits
+
+        yield from requirements_hits(text)
+    elif kind == "pyproject":
+        from neuron_migrate.project_files.deps import pyproject_hits
+
+        yield from pyproject_hits(text)
+    elif kind == "setup-cfg":
+        from neuron_migrate.project_files.deps import setup_cfg_hits
+
+        yield from setup_cfg_hits(text)
+    elif kind == "setup-py":
+        from neuron_migrate.project_files.deps import setup_py_hits
+
+        yield from setup_py_hits(text)
+    else:
+        raise ValueError(f"unknown project file kind {kind!r}")

@@ -1,0 +1,69 @@
+"""Findings and suppressions for one project file (shell, Dockerfile, dependencies, YAML/JSON)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from neuron_migrate.findings import FileError, FileResult, Finding, fingerprint
+from neuron_migrate.project_files.hits import Positions
+from neuron_migrate.project_files.readers import UnreadableFile
+from neuron_migrate.project_files.resolve import Target, resolve
+from neuron_migrate.ruleset.model import Rule
+
+def scan_project_file(
+    text: str, display: str, kind: str, rules: tuple[Rule, ...], target: Target
+) -> FileResult:
+    """The findings of one decoded project file. Never raises for bad input."""
+    try:
+        resolved = resolve(text, kind, rules, target)
+    except UnreadableFile as exc:
+        return FileResult(display, error=FileError(display, str(exc), "syntax"))
+    except RecursionError:
+        return FileResult(display, error=FileError(display, "too deeply nested", "internal"))
+    except Exception as exc:  # a bug of ours: report it for this file, keep going
+        reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
+        return FileResult(display, error=FileError(display, reason, "internal"))
+    positions = Positions(text)
+    lines = text.splitlines()
+    seen: Counter[tuple[str, str, str]] = Counter()
+    findings = []
+    for item in sorted(resolved, key=lambda r: (r.hit.start, r.rule.code)):
+        hit, rule = item.hit, item.rule
+        assert rule.files is not None
+        line, col = positions.of(hit.start)
+        end_line, end_col = positions.of(max(hit.end, hit.start))
+        snippet = lines[line - 1].strip() if line - 1 < len(lines) else ""
+        key = (rule.code, item.api, " ".join(snippet.split()))
+        occurrence = seen[key]
+        seen[key] = occurrence + 1
+        status = rule.files.status
+        findings.append(
+            Finding(
+                code=rule.code,
+                category="xla_idiom",
+                status=status,
+                severity="error" if status == "unsupported" else rule.severity,
+                path=display,
+                line=line,
+                col=col,
+                end_line=end_line,
+                end_col=end_col,
+                api=item.api,
+                message=item.message,
+                replacement=rule.replacement,
+                fixable=_fixable(item.hit, rule),
+                snippet=snippet,
+                fingerprint=fingerprint(display, rule.code, item.api, snippet, occurrence),
+            )
+        )
+    return FileResult(display, findings=tuple(findings))
+
+
+def _fixable(hit: object, rule: Rule) -> bool:
+    files = rule.files
+    assert files is not None
+    if files.fix == "drop":
+        return getattr(hit, "drop", None) is not None
+    if files.fix == "rename":
+        return getattr(hit, "name", None) is not None
+    return False
