@@ -68,7 +68,33 @@ def _explain_markdown(rule: Rule) -> str:
         flag = " (with --unsafe-fixes)" if example.fixes == "unsafe" else ""
         lines += ["", f"## Example{flag}", "", "Before:", "", "```python", example.before.rstrip()]
         lines += ["```", "", "After:", "", "```python", example.after.rstrip(), "```"]
+    if rule.files is not None:
+        lines += _files_markdown(rule)
     return "\n".join(lines) + "\n"
+
+
+def _files_markdown(rule: Rule) -> list[str]:
+    """What the rule does in launch scripts, dependency files, Dockerfiles and job configs."""
+    files = rule.files
+    assert files is not None
+    fixes = {
+        "drop": "the setting is removed where that is certain, else a marker",
+        "rename": f"renamed to `{files.rename_to}` where that is certain, else a marker",
+        "pin": "with --unsafe-fixes the version is set to the target's pair, else a marker",
+        "keep": "kept: no finding",
+        "marker": "a `# TODO` comment line above it",
+        "report": "reported only",
+    }
+    lines = ["", "## In project files", "", f"Kinds: {', '.join(files.kinds)}.", ""]
+    lines += [f"Fix: {fixes[files.fix]}.", ""]
+    shown: set[str] = set()
+    for example in files.examples:
+        if example.kind in shown or example.before == example.after:
+            continue
+        shown.add(example.kind)
+        lines += [f"{example.kind}, before:", "", "```", example.before.rstrip(), "```", ""]
+        lines += ["After:", "", "```", example.after.rstrip(), "```", ""]
+    return lines
 
 
 def explain(args: argparse.Namespace) -> int:

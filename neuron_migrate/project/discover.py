@@ -3,7 +3,7 @@
 import fnmatch
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -11,6 +11,7 @@ from neuron_migrate.errors import UsageError
 
 SOURCE_SUFFIXES = (".py",)
 NOTEBOOK_SUFFIX = ".ipynb"
+_PYTHON_SUFFIXES = (".py", ".ipynb")
 _SKIP_DIRS = frozenset(
     {
         ".git",
@@ -41,7 +42,20 @@ _SKIP_DIRS = frozenset(
 PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|\x00")
 
 
-def may_hold_findings(data: bytes) -> bool:
+def may_hold_findings(data: bytes, display: str = "") -> bool:
+    """False when the file cannot hold a finding; `display` names a project file kind (shell,
+    Dockerfile, dependencies, YAML/JSON) that has needles of its own."""
+    if display.endswith("setup.py"):  # Python, and the project's dependencies
+        from neuron_migrate.project_files.kinds import DEPENDENCY_NEEDLES
+
+        return PREFILTER.search(data) is not None or DEPENDENCY_NEEDLES.search(data) is not None
+    if display and not display.endswith(_PYTHON_SUFFIXES):
+        from neuron_migrate.project_files.kinds import kind_of
+        from neuron_migrate.project_files.kinds import may_hold_findings as file_may_hold
+
+        kind = kind_of(display, data)
+        if kind is not None and kind != "setup-py":
+            return file_may_hold(data, kind)
     return PREFILTER.search(data) is not None
 
 
@@ -63,11 +77,14 @@ def discover(
     exclude: tuple[str, ...] = (),
     *,
     notebooks: bool = False,
+    project_files: bool = False,
     folders: list[str] | None = None,
 ) -> Iterator[SourcePath]:
     """Source files under `root` (a file or a folder), in a stable, sorted order; Jupyter
     notebooks (`.ipynb`) too when `notebooks` is true (the scan reads them cell by cell, see
-    `neuron_migrate.project.notebook`). Each folder listed is added to `folders`, if given.
+    `neuron_migrate.project.notebook`); with `project_files`, the launch scripts, Dockerfiles,
+    dependency files and YAML/JSON configs `neuron_migrate.project_files` reads. Each folder
+    listed is added to `folders`, if given.
 
     Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
     broken or looping one is reported by the reader.
@@ -78,7 +95,12 @@ def discover(
         yield SourcePath(str(root), root.name)
         return
     suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
-    yield from _walk(str(root), "", suffixes, exclude, folders)
+    kind_of = None
+    if project_files:
+        from neuron_migrate.project_files.kinds import discovered_kind
+
+        kind_of = discovered_kind
+    yield from _walk(str(root), "", suffixes, exclude, folders, kind_of)
 
 
 def _walk(
@@ -87,6 +109,7 @@ def _walk(
     suffixes: tuple[str, ...],
     exclude: tuple[str, ...],
     folders: list[str] | None,
+    kind_of: Callable[[str, str], str | None] | None = None,
 ) -> Iterator[SourcePath]:
     """The files under `folder` in the order of their display paths (the report's order: the
     cache then holds consecutive files' rows one after another), in one `scandir` a folder;
@@ -108,8 +131,12 @@ def _walk(
                 and not entry.is_symlink()
                 and not (exclude and _excluded(rel_dir + name, exclude))
             ):
-                yield from _walk(entry.path, rel_dir + name + "/", suffixes, exclude, folders)
-        elif name.endswith(suffixes):
+                yield from _walk(
+                    entry.path, rel_dir + name + "/", suffixes, exclude, folders, kind_of
+                )
+        elif name.endswith(suffixes) or (
+            kind_of is not None and kind_of(entry.path, rel_dir + name) is not None
+        ):
             display = rel_dir + name
             if not (exclude and _excluded(display, exclude)):
                 yield SourcePath(entry.path, display)

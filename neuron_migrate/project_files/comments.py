@@ -3,11 +3,9 @@
 directives. As in Python, a comment alone on its line covers the next line of code, one after
 code covers its own line."""
 
-from __future__ import annotations
-
 import re
 
-from neuron_migrate.suppressions import _CODE, _DIRECTIVE, Suppression
+from neuron_migrate.scan.suppressions import _CODE, _DIRECTIVE, Suppression
 
 # A `#` that starts a comment: at the line's start or after a blank (not `a#b`, `${#x}`).
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#")
@@ -41,5 +39,7 @@ def hash_comment_suppressions(text: str, path: str) -> list[Suppression]:
             target = number + 1
             while target <= last and target not in code_lines:
                 target += 1
-        found.append(Suppression(path, number, target, match["kind"], codes, match["reason"].strip()))
+        found.append(
+            Suppression(path, number, target, match["kind"], codes, match["reason"].strip())
+        )
     return found

@@ -7,8 +7,6 @@ has checked it), so anchors and aliases are one node seen once. Found in it: env
 `run:` / `command:` / `script:` keys, instance types, container images and DLAMI environments.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -119,9 +117,7 @@ class _Reader:
         for item in items:
             kind = type(item).__name__
             if kind == "MappingNode" and id(item) not in self.seen:
-                entry = {
-                    k.value: v for k, v in item.value if type(k).__name__ == "ScalarNode"
-                }
+                entry = {k.value: v for k, v in item.value if type(k).__name__ == "ScalarNode"}
                 name = entry.get("name")
                 if (
                     name is not None
@@ -130,10 +126,16 @@ class _Reader:
                     and _ENV_NAME.match(str(name.value))
                 ):
                     self.seen.add(id(item))
-                    drop = self.item_drop(item) if len(items) > 1 and set(entry) <= {
-                        "name",
-                        "value",
-                    } else None
+                    drop = (
+                        self.item_drop(item)
+                        if len(items) > 1
+                        and set(entry)
+                        <= {
+                            "name",
+                            "value",
+                        }
+                        else None
+                    )
                     hit = self.hit("env-var", str(name.value), name, drop=drop, name=name)
                     yield hit._replace(group_key=node.start_mark.index, group_size=len(items))
                     for value in entry.values():
@@ -192,9 +194,7 @@ class _Reader:
         if base is None or node.style in ("|", ">"):
             return self.hit(idiom, detail, node)
         marker_at = self.marker_for(node)
-        return Hit(
-            idiom, detail, base + start, base + end, marker_at, self.indent(marker_at)
-        )
+        return Hit(idiom, detail, base + start, base + end, marker_at, self.indent(marker_at))
 
     def value_start(self, node: Any) -> int | None:
         """Where a one-line scalar's value sits verbatim in the text, if it does."""

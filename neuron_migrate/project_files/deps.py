@@ -8,8 +8,6 @@ bytes of one value, so the rest of the file -- formatting, comments, key order -
 byte what it was.
 """
 
-from __future__ import annotations
-
 import ast
 import re
 import sys
@@ -48,7 +46,13 @@ def requirement_hits(
     spec_span = _spec_span(value, requirement)
     version = (start + spec_span[0], start + spec_span[1]) if spec_span else None
     yield Hit(
-        "package", name, start, start + len(value.rstrip()), marker_at, indent, name=version,
+        "package",
+        name,
+        start,
+        start + len(value.rstrip()),
+        marker_at,
+        indent,
+        name=version,
         note=spec,
     )
 
@@ -64,7 +68,9 @@ def _spec_span(value: str, requirement: Requirement) -> tuple[int, int] | None:
     return found.start(1), found.start(1) + len(found.group(1).rstrip())
 
 
-def python_hit(spec: str, start: int, end: int, text: str, marker_at: int | None = None) -> Hit | None:
+def python_hit(
+    spec: str, start: int, end: int, text: str, marker_at: int | None = None
+) -> Hit | None:
     """A hit when a requires-python specifier admits a Python older than 3.12 or none of the
     supported ones."""
     try:
@@ -238,7 +244,9 @@ def setup_py_hits(text: str) -> Iterator[Hit]:
             continue
         for keyword in node.keywords:
             strings: list[ast.Constant] = []
-            if keyword.arg == "install_requires" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+            if keyword.arg == "install_requires" and isinstance(
+                keyword.value, (ast.List, ast.Tuple)
+            ):
                 strings = [e for e in keyword.value.elts if _is_str(e)]  # type: ignore[misc]
             elif keyword.arg == "extras_require" and isinstance(keyword.value, ast.Dict):
                 for group in keyword.value.values:
@@ -293,7 +301,9 @@ def conda_dependency_hits(value: str, start: int, text: str, pip: bool) -> Itera
             if hit is not None:
                 yield hit
         return
-    yield Hit("package", name, start, start + len(value), marker_at, indent_at(text, marker_at), note=spec)
+    yield Hit(
+        "package", name, start, start + len(value), marker_at, indent_at(text, marker_at), note=spec
+    )
 
 
 def _conda_to_pep440(spec: str) -> str:

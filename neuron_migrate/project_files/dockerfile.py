@@ -5,8 +5,6 @@ it is read here directly; the shell inside each instruction goes to the bash gra
 exact offsets, so a fix inside a `RUN` edits the Dockerfile in place.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -18,6 +16,13 @@ _INSTRUCTION = re.compile(r"^[ \t]*(?P<word>[A-Za-z]+)(?P<gap>[ \t]+|$)")
 _HEREDOC = re.compile(r"<<-?(?P<quote>[\"']?)(?P<word>[A-Za-z_][\w]*)(?P=quote)")
 _READS = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _SHELL_INSTRUCTIONS = frozenset({"RUN", "CMD", "ENTRYPOINT"})
+_INSTRUCTIONS = frozenset(
+    {
+        *_SHELL_INSTRUCTIONS,
+        *("FROM", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "VOLUME", "USER"),
+        *("WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"),
+    }
+)
 
 
 class DockerfileError(Exception):
@@ -44,7 +49,7 @@ def instructions(text: str) -> Iterator[Instruction]:
             i += 1
             continue
         found = _INSTRUCTION.match(line)
-        if found is None:
+        if found is None or found["word"].upper() not in _INSTRUCTIONS:
             raise DockerfileError(f"not a Dockerfile instruction at line {i + 1}")
         start = offset + len(line) - len(line.lstrip(" \t"))
         args_start = offset + found.end()
@@ -124,7 +129,9 @@ def dockerfile_hits(text: str) -> Iterator[Hit]:
         marker_at = _line_start(text, ins.start)
         indent = indent_at(text, marker_at)
         if ins.word == "FROM":
-            words = [t for t in tokens(text, ins.args_start, ins.end) if not t.value.startswith("--")]
+            words = [
+                t for t in tokens(text, ins.args_start, ins.end) if not t.value.startswith("--")
+            ]
             if words:
                 image = words[0]
                 yield Hit("image", image.value, image.start, image.end, marker_at, indent)
@@ -200,9 +207,11 @@ def _variables(
             drop = (_blank_before(text, word.start), word.end)
         if variable in reads:
             drop = None
-        name = (word.start, word.start + len(variable)) if text.startswith(
-            variable, word.start
-        ) else None
+        name = (
+            (word.start, word.start + len(variable))
+            if text.startswith(variable, word.start)
+            else None
+        )
         yield Hit(
             "env-var",
             variable,
@@ -220,9 +229,7 @@ def _variables(
         if ins.word == "ARG" and "/" in value and ":" in value:
             image_start = text.find(value, word.start, word.end)
             if image_start >= 0:
-                yield Hit(
-                    "image", value, image_start, image_start + len(value), marker_at, indent
-                )
+                yield Hit("image", value, image_start, image_start + len(value), marker_at, indent)
     yield from _instance_types(text, ins.args_start, ins.end, marker_at, indent)
 
 

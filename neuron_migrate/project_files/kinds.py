@@ -1,8 +1,6 @@
 """Which project files besides Python a scan reads, and what kind each is (by name, or by a
 shell shebang for files without an extension)."""
 
-from __future__ import annotations
-
 import fnmatch
 import re
 
@@ -57,3 +55,34 @@ def may_hold_findings(data: bytes, kind: str) -> bool:
     if kind in DEPENDENCY_KINDS:
         return DEPENDENCY_NEEDLES.search(data) is not None
     return NEEDLES.search(data) is not None
+
+
+def kind_of(display: str, data: bytes | None = None) -> str | None:
+    """The kind of a file by name, or "shell" for an extension-less script whose first line is a
+    shell shebang (`data`: its first bytes at least)."""
+    kind = kind_by_name(display)
+    if kind is None and data is not None and data.startswith(b"#!"):
+        name = display.rpartition("/")[2]
+        if may_be_shell_script(name) and is_shell_shebang(data[:200]):
+            return "shell"
+    return kind
+
+
+def head_is_shell(path: str) -> bool:
+    """Whether the file at `path` starts with a shell shebang (an unreadable one: no)."""
+    try:
+        with open(path, "rb") as handle:
+            return is_shell_shebang(handle.read(200))
+    except OSError:
+        return False
+
+
+def discovered_kind(path: str, display: str) -> str | None:
+    """The kind of a file a tree walk meets: by name, or by its shebang when it has no
+    extension (only those files are opened)."""
+    kind = kind_by_name(display)
+    if kind is None:
+        name = display.rpartition("/")[2]
+        if may_be_shell_script(name) and head_is_shell(path):
+            return "shell"
+    return kind

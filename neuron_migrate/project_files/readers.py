@@ -1,7 +1,5 @@
 """One entry point over the file-kind readers: the hits of a file, or a one-line parse error."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 
 from neuron_migrate.project_files.hits import Hit
@@ -15,21 +13,19 @@ def read_hits(text: str, kind: str) -> list[Hit]:
     from neuron_migrate.project_files.configs import ConfigError
     from neuron_migrate.project_files.deps import DependencyError
     from neuron_migrate.project_files.dockerfile import DockerfileError
+    from neuron_migrate.project_files.shell import ShellError
 
     try:
         return list(_hits(text, kind))
-    except (ConfigError, DependencyError, DockerfileError) as exc:
+    except (ConfigError, DependencyError, DockerfileError, ShellError) as exc:
         raise UnreadableFile(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
 
 
 def _hits(text: str, kind: str) -> Iterator[Hit]:
     if kind == "shell":
-        from neuron_migrate.project_files.shell import Fragment, parse_error, shell_hits
+        from neuron_migrate.project_files.shell import script_hits
 
-        error = parse_error(text)
-        if error is not None:
-            raise UnreadableFile(error)
-        yield from shell_hits(Fragment(text, lambda o: o, True), text)
+        yield from script_hits(text)
     elif kind == "dockerfile":
         from neuron_migrate.project_files.dockerfile import dockerfile_hits
 

@@ -1,7 +1,5 @@
 """Hits meet rules: which rule each hit falls under, and what its finding says."""
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet

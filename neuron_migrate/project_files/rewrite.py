@@ -2,20 +2,26 @@
 variable), a `# TODO(neuron-migrate NMxxx)` comment line elsewhere, nothing in JSON (which has
 no comments). The output is read again before it is returned; a second run changes nothing."""
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
-from neuron_migrate.project_files.hits import Edit, line_start
+from neuron_migrate.project_files.hits import Edit, Positions, line_start
 from neuron_migrate.project_files.readers import UnreadableFile, read_hits
 from neuron_migrate.project_files.resolve import Resolved, Target, resolve
 from neuron_migrate.ruleset.model import Rule
 
 
+class Use(NamedTuple):
+    """What became of one use: the rewriter's `Outcome` fields."""
+
+    code: str
+    line: int  # in the old text
+    api: str
+    status: str  # rewritten | marked
+
+
 class FileRewrite(NamedTuple):
     text: str  # the new text (the old one when nothing changed)
-    fixed: tuple[str, ...]  # codes of the uses rewritten, one per use
-    marked: tuple[str, ...]  # codes of the uses left with a marker (or reported only)
+    uses: tuple[Use, ...]
 
 
 def rewrite_project_text(
@@ -24,25 +30,30 @@ def rewrite_project_text(
     """Raises `UnreadableFile` when the input (or, never expected, the output) does not parse."""
     resolved = _whole_statements(resolve(text, kind, rules, target), unsafe, target)
     edits: list[Edit] = []
-    fixed: list[str] = []
-    marked: list[str] = []
+    uses: list[Use] = []
     markers: dict[int, list[str]] = {}
+    positions = Positions(text)
+    directed = _directed_lines(text, kind)
     for item in resolved:
+        line = positions.of(item.hit.start)[0]
+        assert item.rule.files is not None
+        if (item.rule.code, line) in directed or item.rule.files.fix == "report":
+            # A use under an `ignore`/`fixme` directive, or one that is only reported, stays.
+            uses.append(Use(item.rule.code, line, item.api, "kept"))
+            continue
         edit = _fix(item, unsafe, target)
+        uses.append(Use(item.rule.code, line, item.api, "marked" if edit is None else "rewritten"))
         if edit is not None:
             edits.append(edit)
-            fixed.append(item.rule.code)
             continue
-        marked.append(item.rule.code)
         hit = item.hit
-        assert item.rule.files is not None
-        if item.rule.files.fix == "report" or hit.marker_at is None or kind == "json":
+        if hit.marker_at is None or kind == "json":
             continue
-        line = f"{hit.indent}# TODO(neuron-migrate {item.rule.code}): {item.marker}\n"
-        if line not in markers.setdefault(hit.marker_at, []) and not _marked(
-            text, hit.marker_at, line
+        comment = f"{hit.indent}# TODO(neuron-migrate {item.rule.code}): {item.marker}\n"
+        if comment not in markers.setdefault(hit.marker_at, []) and not _marked(
+            text, hit.marker_at, comment
         ):
-            markers[hit.marker_at].append(line)
+            markers[hit.marker_at].append(comment)
     for at, lines in markers.items():
         edits.append(Edit(at, at, "".join(lines)))
     new = _apply(text, edits)
@@ -51,7 +62,7 @@ def rewrite_project_text(
             read_hits(new, kind)
         except UnreadableFile as exc:
             raise UnreadableFile(f"the rewritten file does not parse: {exc}") from exc
-    return FileRewrite(new, tuple(fixed), tuple(marked))
+    return FileRewrite(new, tuple(uses))
 
 
 def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:
@@ -66,8 +77,19 @@ def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:
         return Edit(hit.name[0], hit.name[1], files.rename_to)
     if files.fix == "pin" and hit.name is not None and hit.detail in target.versions():
         version = target.versions()[hit.detail]
-        return Edit(hit.name[0], hit.name[1], f"=={version}.*" if hit.detail != "torch" else f"=={version}")
+        return Edit(
+            hit.name[0], hit.name[1], f"=={version}.*" if hit.detail != "torch" else f"=={version}"
+        )
     return None
+
+
+def _directed_lines(text: str, kind: str) -> set[tuple[str, int]]:
+    """(code, line) pairs an `ignore[...]` / `fixme[...]` comment covers."""
+    if kind == "json" or "neuron-migrate:" not in text:
+        return set()
+    from neuron_migrate.project_files.comments import hash_comment_suppressions
+
+    return {(code, s.target_line) for s in hash_comment_suppressions(text, "") for code in s.codes}
 
 
 def _whole_statements(resolved: list[Resolved], unsafe: bool, target: Target) -> list[Resolved]:
@@ -77,7 +99,11 @@ def _whole_statements(resolved: list[Resolved], unsafe: bool, target: Target) ->
     for i, item in enumerate(resolved):
         files = item.rule.files
         assert files is not None
-        if item.hit.group_size > 1 and files.fix == "drop" and _fix(item, unsafe, target) is not None:
+        if (
+            item.hit.group_size > 1
+            and files.fix == "drop"
+            and _fix(item, unsafe, target) is not None
+        ):
             drops.setdefault(item.hit.group_key, []).append(i)
     out = list(resolved)
     for members in drops.values():
@@ -123,3 +149,11 @@ def _apply(text: str, edits: list[Edit]) -> str:
     for edit in reversed(kept):
         out = out[: edit.start] + edit.text + out[edit.end :]
     return out
+
+
+def default_target() -> Target:
+    """The newest matrix's pair: what `rewrite` (which takes no --target) pins."""
+    from neuron_migrate.matrix import load_matrix
+
+    matrix = load_matrix()
+    return Target(matrix.version, matrix.torch_version)

@@ -1,20 +1,30 @@
 """The rules that apply to project files, looked up by idiom and detail for one file kind."""
 
-from __future__ import annotations
-
 from fnmatch import fnmatchcase
+
 from neuron_migrate.ruleset.model import Rule
 
 
 class FileRules:
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.by_idiom: dict[str, list[Rule]] = {}
+        self.known: dict[tuple[str, str, str], Rule | None] = {}
         for rule in rules:
             if rule.files is not None:
                 self.by_idiom.setdefault(rule.files.idiom, []).append(rule)
 
     def lookup(self, idiom: str, detail: str, kind: str) -> Rule | None:
-        """The rule for a hit: an exact detail beats a pattern, a longer pattern a shorter."""
+        """The rule for a hit: an exact detail beats a pattern, a longer pattern a shorter.
+        Answers are kept: a tree names the same few commands and variables again and again."""
+        key = (idiom, detail, kind)
+        try:
+            return self.known[key]
+        except KeyError:
+            pass
+        rule = self.known[key] = self._lookup(idiom, detail, kind)
+        return rule
+
+    def _lookup(self, idiom: str, detail: str, kind: str) -> Rule | None:
         best: tuple[int, int, Rule] | None = None
         for rule in self.by_idiom.get(idiom, ()):
             files = rule.files

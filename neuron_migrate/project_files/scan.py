@@ -1,14 +1,22 @@
 """Findings and suppressions for one project file (shell, Dockerfile, dependencies, YAML/JSON)."""
 
-from __future__ import annotations
-
 from collections import Counter
 
-from neuron_migrate.findings import FileError, FileResult, Finding, fingerprint
 from neuron_migrate.project_files.hits import Positions
 from neuron_migrate.project_files.readers import UnreadableFile
 from neuron_migrate.project_files.resolve import Target, resolve
 from neuron_migrate.ruleset.model import Rule
+from neuron_migrate.scan.findings import FileError, FileResult, Finding, fingerprint
+from neuron_migrate.scan.scan_data import Context
+
+
+def project_file_result(text: str, display: str, kind: str, context: Context) -> FileResult:
+    """`scan_project_file` with the rules and target pair of a scan's data."""
+    matrix = context.matrix
+    return scan_project_file(
+        text, display, kind, context.rules.rules, Target(matrix.version, matrix.torch_version)
+    )
+
 
 def scan_project_file(
     text: str, display: str, kind: str, rules: tuple[Rule, ...], target: Target

@@ -5,8 +5,6 @@ Parsed with tree-sitter's bash grammar, which gives byte-exact spans, so a rewri
 the bytes of the assignment it means and never touches a heredoc's body or a comment.
 """
 
-from __future__ import annotations
-
 import posixpath
 import re
 from collections.abc import Callable, Iterator
@@ -19,13 +17,29 @@ from neuron_migrate.project_files.hits import Hit, indent_at, line_start
 _WRAPPERS = frozenset(
     {"exec", "nohup", "time", "sudo", "srun", "stdbuf", "nice", "numactl", "timeout", "xargs"}
 )
+_MESSAGES = frozenset({"echo", "printf", "logger"})
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 # Python options that take a value (the next word is not the script).
 _PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "-Q"})
 _PIP_VALUE_OPTIONS = frozenset(
-    {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
-     "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root"}
+    {
+        "-r",
+        "--requirement",
+        "-c",
+        "--constraint",
+        "-e",
+        "--editable",
+        "-i",
+        "--index-url",
+        "--extra-index-url",
+        "-f",
+        "--find-links",
+        "-t",
+        "--target",
+        "--prefix",
+        "--root",
+    }
 )
 _NPROC = re.compile(r"^--nproc[-_]per[-_]node(=(?P<value>.*))?$")
 INSTANCE_TYPE = re.compile(r"\b(?:ml\.)?((?:trn|inf)\d+[a-z]?\.(?:\d+)?xlarge)\b")
@@ -67,14 +81,15 @@ def _char_index(text: str, data: bytes) -> Callable[[int], int]:
     return lambda offset: table[offset] if offset < len(table) else len(text)
 
 
-def parse_error(text: str) -> str | None:
-    """A one-line reason when `text` is not shell the grammar accepts, else None."""
-    tree = _parser().parse(text.encode("utf-8"))
-    if not tree.root_node.has_error:
-        return None
-    node = _first_error(tree.root_node)
-    line = (node.start_point[0] + 1) if node is not None else 1
-    return f"shell syntax error at line {line}"
+def script_hits(text: str) -> Iterator[Hit]:
+    """The hits of a whole shell script; raises `ShellError` when the grammar rejects it."""
+    data = text.encode("utf-8")
+    tree = _parser().parse(data)
+    if tree.root_node.has_error:
+        node = _first_error(tree.root_node)
+        line = (node.start_point[0] + 1) if node is not None else 1
+        raise ShellError(f"shell syntax error at line {line}")
+    yield from _hits(Fragment(text, lambda o: o, True), text, data, tree)
 
 
 def _first_error(root: Any) -> Any:
@@ -90,21 +105,29 @@ def _first_error(root: Any) -> Any:
 def shell_hits(fragment: Fragment, file_text: str) -> Iterator[Hit]:
     """Every idiom occurrence in the fragment, in file offsets."""
     data = fragment.text.encode("utf-8")
-    tree = _parser().parse(data)
-    reader = _Reader(fragment, file_text, data, _char_index(fragment.text, data))
-    reader.collect_reads(tree.root_node)
+    yield from _hits(fragment, file_text, data, _parser().parse(data))
+
+
+def _hits(fragment: Fragment, file_text: str, data: bytes, tree: Any) -> Iterator[Hit]:
+    reader = _Reader(fragment, file_text, data, _char_index(fragment.text, data), tree.root_node)
     yield from reader.walk(tree.root_node)
 
 
 class _Reader:
     def __init__(
-        self, fragment: Fragment, file_text: str, data: bytes, chars: Callable[[int], int]
+        self,
+        fragment: Fragment,
+        file_text: str,
+        data: bytes,
+        chars: Callable[[int], int],
+        root: Any,
     ) -> None:
         self.fragment = fragment
         self.file_text = file_text
         self.data = data
         self.chars = chars
-        self.read_names: set[str] = set()
+        self.root = root
+        self._reads: set[str] | None = None
 
     # -- positions ---------------------------------------------------------------------------
 
@@ -184,15 +207,23 @@ class _Reader:
 
     # -- the tree ----------------------------------------------------------------------------
 
-    def collect_reads(self, root: Any) -> None:
-        """Names read anywhere ($NAME, ${NAME...}): a variable some code reads is not dropped."""
+    @property
+    def read_names(self) -> set[str]:
+        """Names read anywhere ($NAME, ${NAME...}): a variable some code reads is not dropped.
+        Found on first use: most scripts set nothing a rule drops."""
+        if self._reads is None:
+            self._reads = set()
+            self._collect_reads(self.root)
+        return self._reads
+
+    def _collect_reads(self, root: Any) -> None:
         stack = [root]
         while stack:
             node = stack.pop()
             if node.type in ("simple_expansion", "expansion"):
                 for child in node.children:
                     if child.type == "variable_name":
-                        self.read_names.add(self.raw(child))
+                        self._reads.add(self.raw(child))  # type: ignore[union-attr]
             stack.extend(node.children)
 
     def walk(self, root: Any) -> Iterator[Hit]:
@@ -208,8 +239,10 @@ class _Reader:
                 yield from self.unset(node)
             elif kind == "command":
                 yield from self.command(node)
-            elif kind == "variable_assignment" and node.parent is not None and (
-                node.parent.type not in ("declaration_command", "command")
+            elif (
+                kind == "variable_assignment"
+                and node.parent is not None
+                and (node.parent.type not in ("declaration_command", "command"))
             ):
                 yield from self.assignment(node, node, plain=True)
             if kind in _STRING_NODES:
@@ -221,6 +254,11 @@ class _Reader:
         """Instance types and DLAMI environments named in words and strings."""
         text = self.raw(node)
         statement = _statement(node)
+        command = node.parent
+        while command is not None and command.type != "command":
+            command = command.parent
+        if command is not None and _command_name(self, command) in _MESSAGES:
+            return  # a message to a person (`echo "needs a trn1.32xlarge"`), not a setting
         for pattern, idiom in ((INSTANCE_TYPE, "instance-type"), (VENV, "venv")):
             for found in pattern.finditer(text):
                 start = node.start_byte + len(text[: found.start()].encode("utf-8"))
@@ -234,10 +272,7 @@ class _Reader:
             return
         names = [c for c in node.children if c.type in ("variable_assignment", "variable_name")]
         for child in names:
-            if len(names) == 1:
-                drop = self.line_drop(node)
-            else:
-                drop = self.spaced_drop(child)
+            drop = self.line_drop(node) if len(names) == 1 else self.spaced_drop(child)
             yield from self.assignment(child, node, drop=drop, group_size=len(names))
 
     def assignment(
@@ -255,7 +290,7 @@ class _Reader:
         variable = self.raw(name)
         if plain:
             drop = self.line_drop(statement)
-        if variable in self.read_names:
+        if drop is not None and variable in self.read_names:
             drop = None  # the script reads it later: removing it changes what runs
         yield self.hit(
             "env-var", variable, node, statement, drop=drop, name=name, group_size=group_size
@@ -323,10 +358,14 @@ class _Reader:
             if base == "torchrun":
                 yield self.hit("torchrun", base, words[i], statement, note=_nproc(raws[i + 1 :]))
                 return
-            if base in ("pip", "pip3") or _PYTHON.match(base) and texts[i + 1 : i + 3] == [
-                "-m",
-                "pip",
-            ]:
+            if base in ("pip", "pip3") or (
+                _PYTHON.match(base)
+                and texts[i + 1 : i + 3]
+                == [
+                    "-m",
+                    "pip",
+                ]
+            ):
                 skip = 1 if base in ("pip", "pip3") else 3
                 yield from self.pip(words, texts, raws, i + skip, statement)
                 return
@@ -419,6 +458,11 @@ def _statement(node: Any) -> Any:
     ):
         current = current.parent
     return current
+
+
+def _command_name(reader: _Reader, command: Any) -> str:
+    name = command.child_by_field_name("name")
+    return reader.raw(name) if name is not None else ""
 
 
 def _literal(reader: _Reader, node: Any) -> str | None:

@@ -162,13 +162,16 @@ def rewrite_data(
     path: str, display: str, data: bytes, ruleset: RuleSet, *, unsafe: bool
 ) -> FileRewrite:
     """Migrate a file from its bytes; every failure comes back as a FileError."""
-    if not may_hold_findings(data):
+    if not may_hold_findings(data, display):
         return FileRewrite(path, display)
     text = _text_of(display, data)
     if isinstance(text, FileError):
         return FileRewrite(path, display, error=text)
     if display.endswith(NOTEBOOK_SUFFIX):
         return _rewrite_notebook(path, display, text.text, ruleset, unsafe=unsafe)
+    kind = _project_kind(display, data)
+    if kind is not None:
+        return _rewrite_project_file(path, display, text, kind, ruleset, unsafe=unsafe)
     source = text.text
     try:
         result = rewrite_source(source, ruleset, unsafe=unsafe)
@@ -223,6 +226,32 @@ def _rewrite_notebook(
     return FileRewrite(path, display, text, new, outcomes=tuple(outcomes))
 
 
+def _project_kind(display: str, data: bytes) -> str | None:
+    """The project file kind of a file `rewrite` reads (None: Python). setup.py is Python here:
+    its install_requires literals are reported by `scan`, not edited."""
+    if display.endswith(".py"):
+        return None
+    from neuron_migrate.project_files.kinds import kind_of
+
+    return kind_of(display, data)
+
+
+def _rewrite_project_file(
+    path: str, display: str, text: _Text, kind: str, ruleset: RuleSet, *, unsafe: bool
+) -> FileRewrite:
+    """A launch script, Dockerfile, dependency file or job config (`project_files`)."""
+    from neuron_migrate.project_files.readers import UnreadableFile
+    from neuron_migrate.project_files.rewrite import default_target, rewrite_project_text
+
+    old = text.text
+    try:
+        result = rewrite_project_text(old, kind, ruleset.rules, default_target(), unsafe=unsafe)
+    except UnreadableFile as exc:
+        return FileRewrite(path, display, old, old, error=FileError(display, str(exc), "syntax"))
+    outcomes = tuple(Outcome(u.code, u.line, u.api, u.status) for u in result.uses)
+    return FileRewrite(path, display, old, result.text, text.encoding, text.bom, outcomes=outcomes)
+
+
 class Job(NamedTuple):
     """A file to migrate, with its bytes as the main process read them (and hashed them)."""
 
@@ -254,7 +283,8 @@ def rewrite_tree(
     cache: Cache | None = None,
 ) -> Iterator[FileRewrite]:
     """Every discovered file migrated, in discovery order (`rewrite_sources`)."""
-    sources = [(s.path, s.display) for s in discover(root, exclude, notebooks=True)]
+    found = discover(root, exclude, notebooks=True, project_files=True)
+    sources = [(s.path, s.display) for s in found]
     yield from rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
 
 
@@ -292,11 +322,12 @@ def _planned(sources: list[tuple[str, str]], cache: Cache, keyed: str | None) ->
             data = read_bytes(path, display)
             if isinstance(data, FileError):
                 items.append(FileRewrite(path, display, error=data))
-            elif not may_hold_findings(data):
+            elif not may_hold_findings(data, display):
                 items.append(FileRewrite(path, display))
             else:
                 notebook = display.endswith(NOTEBOOK_SUFFIX)
-                key = rewrite_key(keyed, data, notebook) if keyed is not None else None
+                kind = _project_kind(display, data)
+                key = rewrite_key(keyed, data, notebook, kind) if keyed is not None else None
                 items.append(Job(path, display, data, key))
         keys = [item.key for item in items if isinstance(item, Job) and item.key is not None]
         found = cache.get_many(keys) if keys else {}

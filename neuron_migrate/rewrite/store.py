@@ -4,9 +4,10 @@ The tree rewrite talks to a `RewriteStore`: the incremental cache
 (`incremental.rewrite_cache.RewriteCache`) or `NoRewriteCache`, the plain path's, which holds
 nothing. A rewrite with `--no-cache` therefore never loads the speed machinery.
 
-The key covers everything a result depends on: the file's bytes, whether it is a notebook, the
-tool version, unsafe fixes, the diff format and a digest of the rules (a rewrite reads no other
-data, and not the file's path).
+The key covers everything a result depends on: the file's bytes, whether it is a notebook (or
+which kind of project file), the tool version, unsafe fixes, the diff format and a digest of the
+rules and matrices (a dependency file's pins name the newest matrix's pair; a rewrite reads no
+other data, and not the file's path).
 """
 
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import NamedTuple, Protocol
 
 from neuron_migrate import __version__
 from neuron_migrate.digests import cache_digest
-from neuron_migrate.resources import digest_yaml, rules_dir
+from neuron_migrate.resources import digest_yaml, matrix_dir, rules_dir
 from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.unified_diff import FORMAT as diff_format
 
@@ -30,12 +31,16 @@ def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
     """A digest of what a rewrite depends on besides the file."""
     digest = cache_digest(f"{__version__}\0unsafe={unsafe}\0diff={diff_format}".encode())
     digest_yaml(digest, rules or rules_dir())
+    digest_yaml(digest, matrix_dir())  # a dependency file's pins name the newest matrix's pair
     return digest.hexdigest()
 
 
-def rewrite_key(settings: str, data: bytes, notebook: bool) -> str:
+def rewrite_key(settings: str, data: bytes, notebook: bool, kind: str | None = None) -> str:
+    """`kind`: the project file kind (shell, dockerfile, ...) when the file is not Python."""
     digest = cache_digest(data)
     digest.update(b"\0notebook\0" if notebook else b"\0source\0")
+    if kind is not None:
+        digest.update(kind.encode() + b"\0")
     digest.update(settings.encode())
     return digest.hexdigest()
 

@@ -178,7 +178,8 @@ def _files(fields: _Fields) -> FileRule:
         raise fields.fail("kinds", "name at least one file kind")
     for kind in kinds:
         if kind not in FILE_KINDS:
-            raise fields.fail("kinds", f"unknown file kind {kind!r} (known: {', '.join(FILE_KINDS)})")
+            known = ", ".join(FILE_KINDS)
+            raise fields.fail("kinds", f"unknown file kind {kind!r} (known: {known})")
     idiom = fields.choice("idiom", FILE_IDIOMS, "")
     fix = fields.choice("fix", FILE_FIXES, "marker")
     rename_to = fields.text("rename_to", required=False)

@@ -61,7 +61,7 @@ class Example(NamedTuple):
     fixes: Safety = "safe"
 
 
-# The kinds of project file besides Python that a rule may apply to (`neuron_migrate.project_files`).
+# The kinds of project file besides Python a rule may apply to (`neuron_migrate.project_files`).
 FILE_KINDS: tuple[str, ...] = (
     "shell",
     "dockerfile",
@@ -146,6 +146,10 @@ class Rule(NamedTuple):
         """How `rewrite` treats this rule, in the words `rules list` prints."""
         if self.match.analyzer is not None:
             return "report only"
+        if self.files is not None and self.match == Match():  # a rule for project files only
+            if self.files.fix == "report":
+                return "report only"
+            return self.safety if self.files.fix in ("drop", "rename", "pin") else "manual"
         if self.rewrite is None:
             return "manual"
         return self.safety

@@ -16,7 +16,8 @@ from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.parent_watch import die_with_parent
 from neuron_migrate.project.discover import SourcePath, may_hold_findings
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
-from neuron_migrate.scan.findings import FileError
+from neuron_migrate.project_files.kinds import kind_of
+from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context, config_digest, context_for
 from neuron_migrate.scan.scanned import ScannedFile, empty, prefiltered, scanned
 from neuron_migrate.scan.store import (
@@ -50,10 +51,34 @@ def _analyze_bytes(data: bytes, display: str, context: Context) -> ScannedFile:
     decoded = decode(data, display)
     if isinstance(decoded, FileError):
         return ScannedFile(display, error=decoded)
+    kind = (
+        None
+        if display.endswith(".py") and not display.endswith("setup.py")
+        else (kind_of(display, data))
+    )
+    if kind is not None:
+        from neuron_migrate.project_files.scan import project_file_result
+
+        files = project_file_result(decoded.text, display, kind, context)
+        if kind != "setup-py":
+            return _with_suppressions(files, data, decoded.text, kind)
     result = analyze_source(decoded.text, display, context)
-    if result.error is not None or MARKER not in data:
+    if kind == "setup-py" and result.error is None and files.error is None:  # its dependencies
+        ordered = sorted((*result.findings, *files.findings), key=lambda f: (f.line, f.col))
+        result = result._replace(findings=tuple(ordered))
+    return _with_suppressions(result, data, decoded.text, None)
+
+
+def _with_suppressions(result: FileResult, data: bytes, text: str, kind: str | None) -> ScannedFile:
+    """The file's findings with its own suppression comments applied: Python comments, or the
+    `#` comments of a project file (JSON has none)."""
+    if result.error is not None or MARKER not in data or kind == "json":
         return scanned(result)
-    return scanned(result, parse_suppressions(decoded.text, display))
+    if kind is None:
+        return scanned(result, parse_suppressions(text, result.path))
+    from neuron_migrate.project_files.comments import hash_comment_suppressions
+
+    return scanned(result, hash_comment_suppressions(text, result.path))
 
 
 def _prefiltered(data: bytes, display: str) -> ScannedFile:
@@ -63,7 +88,14 @@ def _prefiltered(data: bytes, display: str) -> ScannedFile:
     decoded = decode(data, display)
     if isinstance(decoded, FileError):
         return prefiltered(display)
-    return prefiltered(display, parse_suppressions(decoded.text, display))
+    kind = None if display.endswith(".py") else kind_of(display, data)
+    if kind is None:
+        return prefiltered(display, parse_suppressions(decoded.text, display))
+    if kind == "json":
+        return prefiltered(display)
+    from neuron_migrate.project_files.comments import hash_comment_suppressions
+
+    return prefiltered(display, hash_comment_suppressions(decoded.text, display))
 
 
 # The data a pool worker classifies with, handed over once when the worker starts.
@@ -231,7 +263,7 @@ def _recalled_key(outcome: str) -> str:
 
 def _key_of(data: bytes | FileError | None, digest: str, display: str) -> str:
     """The cache key of a file that may hold findings; "" for any other."""
-    if isinstance(data, bytes) and not _blank(data) and may_hold_findings(data):
+    if isinstance(data, bytes) and not _blank(data) and may_hold_findings(data, display):
         return file_key(digest, display, data)
     return ""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from neuron_migrate.findings import Finding
 from neuron_migrate.project_files.resolve import Target
 from neuron_migrate.project_files.rewrite import rewrite_project_text
 from neuron_migrate.project_files.scan import scan_project_file
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.findings import Finding
 
 TARGET = Target("2.14.3.0", "2.14.0")
 FILE_NAMES = {

@@ -97,3 +97,19 @@ def test_which_files_are_shell() -> None:
     assert is_shell_shebang(b"#!/usr/bin/env bash\n")
     assert is_shell_shebang(b"#!/bin/sh -e\n")
     assert not is_shell_shebang(b"#!/usr/bin/env python3\n")
+
+
+def test_instance_types_in_settings_not_in_messages() -> None:
+    text = (
+        'if [[ "$(curl -s $META/instance-type)" != "trn1.32xlarge" ]]; then\n'
+        '    echo "run this on a trn1.32xlarge" >&2\n'
+        "fi\n"
+        "aws ec2 run-instances --instance-type inf2.48xlarge\n"
+        "aws ec2 run-instances --instance-type trn2.48xlarge\n"
+    )
+    assert codes(text) == [("NM813", 1, 43), ("NM813", 4, 38)]
+
+
+def test_suppressions_in_shell_comments() -> None:
+    text = "export XLA_USE_BF16=1  # neuron-migrate: ignore[NM702] the code casts already\n"
+    assert rewritten(text, "shell") == text

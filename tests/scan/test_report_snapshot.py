@@ -74,6 +74,13 @@ def _tree(root: Path) -> Path:
     return tree
 
 
+def _scanned(tree: Path) -> list[Path]:
+    """The files a scan of the tree reads: Python, the notebook, and the project files
+    (pyproject.toml, the sample projects' run.sh and requirements.txt)."""
+    names = ("*.py", "*.ipynb", "pyproject.toml", "run.sh", "requirements.txt")
+    return [p for name in names for p in tree.rglob(name)]
+
+
 def _scan(tree: Path, cache: Path, *extra: str) -> tuple[int, str]:
     result = invoke(["scan", "--format", "json", "--cache-dir", str(cache), *extra, str(tree)])
     return result.exit_code, result.stdout
@@ -145,7 +152,7 @@ def test_each_kind_of_edit_is_spliced_into_the_report_a_full_scan_writes(
         data = _agrees(tree, cache)
         assert len(full_scans) == 1, f"{what}: scanned in full"
         files = data["summary"]["files"]
-        assert files["total"] == len(list(tree.rglob("*.py"))) + 1, what
+        assert files["total"] == len(_scanned(tree)), what
     assert data["errors"] and data["skipped"] and not data["unused_suppressions"]
 
 
@@ -215,7 +222,7 @@ def test_a_scan_lists_the_tree_once_and_stats_each_file_once(
     tree, cache = _tree(tmp_path), tmp_path / "cache"
     _scan(tree, cache)
     assert len(listings) == 1
-    assert len(stats) == len(list(tree.rglob("*.py")) + list(tree.rglob("*.ipynb")))
+    assert len(stats) == len(_scanned(tree))
     assert set(stats.values()) == {1}
     listings.clear()
     stats.clear()
@@ -384,7 +391,7 @@ def written_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _in_report_order(tree: Path) -> list[str]:
-    return sorted(str(p.relative_to(tree)) for p in [*tree.rglob("*.py"), *tree.rglob("*.ipynb")])
+    return sorted(str(p.relative_to(tree)) for p in _scanned(tree))
 
 
 def test_the_report_is_written_ahead_up_to_the_first_changed_file(

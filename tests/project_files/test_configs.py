@@ -1,0 +1,94 @@
+"""YAML and JSON job configs: anchors, block scripts, env lists, flow styles, bad input."""
+
+from tests.project_files.helpers import findings, rewritten, scan_error
+
+NM701 = "# TODO(neuron-migrate NM701): drop PJRT_DEVICE; nothing on the native path reads it\n"
+WORKFLOW = """\
+# a CI workflow
+x-neuron-env: &neuron-env
+  PJRT_DEVICE: NEURON   # the XLA device
+  FI_EFA_USE_DEVICE_RDMA: "1"
+jobs:
+  train:
+    runs-on: [self-hosted, trn1.32xlarge]
+    env: *neuron-env
+    steps:
+      - name: train
+        run: |-
+          set -e
+          export PJRT_DEVICE=NEURON
+          torchrun --nproc_per_node=32 train.py
+      - run: >
+          XLA_IR_DEBUG=1 python folded.py
+      - run: 'PJRT_DEVICE=NEURON python quoted.py'
+---
+kind: Pod
+spec:
+  containers:
+    - name: t
+      env: {PJRT_DEVICE: NEURON}
+"""
+
+
+def test_an_anchor_is_reported_once_where_it_is_defined() -> None:
+    found = [(f.code, f.line, f.col) for f in findings(WORKFLOW, "yaml")]
+    assert found == [
+        ("NM701", 3, 2),
+        ("NM813", 7, 27),
+        ("NM701", 13, 17),
+        ("NM422", 14, 10),
+        ("NM703", 15, 13),  # a folded scalar: reported where it starts
+        ("NM701", 17, 14),
+        ("NM701", 23, 12),
+    ]
+
+
+def test_the_rewrite_edits_literal_blocks_and_plain_scalars_and_marks_the_rest() -> None:
+    new = rewritten(WORKFLOW, "yaml")
+    assert new == (
+        WORKFLOW.replace("  PJRT_DEVICE: NEURON   # the XLA device\n", "")
+        .replace("          export PJRT_DEVICE=NEURON\n", "")
+        .replace("'PJRT_DEVICE=NEURON python quoted.py'", "'python quoted.py'")
+        .replace(
+            "    runs-on:",
+            "    # TODO(neuron-migrate NM813): TorchNeuron runs on Trn2 and Trn3 only (for example"
+            " trn2.3xlarge, trn2.48xlarge); Trn1 and Inf2 stay on the legacy XLA library\n"
+            "    runs-on:",
+        )
+        .replace(
+            "      - run: >",
+            "      # TODO(neuron-migrate NM703): drop this XLA variable; keep compiler artifacts"
+            " with TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1 (written under"
+            " TORCH_NEURONX_DEBUG_DIR)\n      - run: >",
+        )
+        .replace("      env: {PJRT", "      " + NM701 + "      env: {PJRT")
+    )
+    assert rewritten(new, "yaml") == new
+
+
+def test_kubernetes_env_lists() -> None:
+    text = (
+        "env:\n  - name: PJRT_DEVICE\n    value: NEURON\n"
+        "  - name: RANK\n    valueFrom: {fieldRef: {fieldPath: metadata.name}}\n"
+    )
+    assert rewritten(text, "yaml") == (
+        "env:\n  - name: RANK\n    valueFrom: {fieldRef: {fieldPath: metadata.name}}\n"
+    )
+    only = "env:\n  - name: PJRT_DEVICE\n    value: NEURON\n"
+    assert (
+        rewritten(only, "yaml") == "env:\n  " + NM701 + "  - name: PJRT_DEVICE\n    value: NEURON\n"
+    )
+
+
+def test_json_is_reported_and_never_edited() -> None:
+    text = '{"Environment": {"PJRT_DEVICE": "NEURON"},\n "InstanceType": "ml.trn1.32xlarge"}\n'
+    assert [(f.code, f.line, f.col) for f in findings(text, "json")] == [
+        ("NM701", 1, 17),
+        ("NM813", 2, 18),
+    ]
+    assert rewritten(text, "json") == text
+
+
+def test_unparseable_configs_are_errors() -> None:
+    assert scan_error("a: [1,\n", "yaml").startswith("invalid YAML at line 2")
+    assert scan_error('{"a": 1,}', "json").startswith("invalid JSON")
