@@ -27,15 +27,28 @@ LOSS = re.compile(r"step (\d+) loss (\S+)")
 
 
 def _migrate(tmp_path: Path, name: str) -> tuple[Path, api.ScanReport, RewriteSummary]:
+    """The project migrated in a copy; the summary counts its Python files (the launch script
+    and requirements are checked by `_project_files_migrated`)."""
     tree = tmp_path / name
     shutil.copytree(PROJECTS / name, tree)
     before = api.scan(tree, fail_on=("none",), use_cache=False)
     summary = RewriteSummary()
     for result in rewrite_tree(tree):
-        summary.add(result)
+        if result.display.endswith(".py"):
+            summary.add(result)
         if result.changed:
             write_atomically(result.path, result.encoded())
     return tree, before, summary
+
+
+def _project_files_migrated(tree: Path) -> None:
+    """run.sh no longer exports PJRT_DEVICE, and what needs a person carries a marker."""
+    run_sh = (tree / "run.sh").read_text()
+    assert "PJRT_DEVICE" not in run_sh
+    requirements = (tree / "requirements.txt").read_text().splitlines()
+    for at, line in enumerate(requirements):
+        if line.startswith("torch-xla"):
+            assert requirements[at - 1].startswith("# TODO(neuron-migrate NM810)")
 
 
 def _run_and_verify(tree: Path, command: list[str]):  # type: ignore[no-untyped-def]
@@ -75,7 +88,15 @@ def test_mlp_single(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0
     _assert_training(losses, 6)
-    assert not [f for f in migrated.findings if f.status == "xla"]
+    assert not [f for f in migrated.findings if f.status == "xla" and f.path.endswith(".py")]
+    # Left for a person, with markers: NEURON_CC_FLAGS (the released docs name no replacement)
+    # and the XLA-era requirements.
+    assert {f.code for f in migrated.findings if not f.path.endswith(".py")} == {
+        "NM710",
+        "NM810",
+        "NM811",
+    }
+    _project_files_migrated(tree)
     assert report.count("contradicted") == 0
     assert report.agreement == 1.0
 
@@ -91,6 +112,7 @@ def test_ddp_spawn_two_processes(tmp_path: Path) -> None:
     } <= {f.api for f in before.findings}
     assert summary.conversion == 100.0
     _no_torch_xla_left(tree)
+    _project_files_migrated(tree)
     result, _, report, losses = _run_and_verify(
         tree,
         ["torchrun", "--nproc-per-node", "2", "train.py", "--steps", "4", "--log-every", "1"],
@@ -115,6 +137,7 @@ def test_transformer_modern(tmp_path: Path) -> None:
     assert ("NM501", "rewritten") in set(summary.per_rule)
     assert summary.conversion == 100.0
     _no_torch_xla_left(tree)
+    _project_files_migrated(tree)
     result, _, report, losses = _run_and_verify(
         tree, ["python", "train.py", "--steps", "4", "--log-every", "1"]
     )

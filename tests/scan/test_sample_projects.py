@@ -56,9 +56,62 @@ def test_every_torch_xla_use_by_qualified_name() -> None:
     assert report.errors == []
     found: dict[str, set[str]] = defaultdict(set)
     for finding in report.findings:
-        if finding.status == "xla":
+        if finding.status == "xla" and finding.path.endswith(".py"):
             found[finding.path.split("/")[0]].add(finding.api)
     assert dict(found) == EXPECTED_XLA
+
+
+# What each sample's launch script and requirements hold (written for these projects: see the
+# files themselves).
+EXPECTED_PROJECT_FILES = {
+    "ddp_spawn/requirements.txt": {"NM810 package:torch-xla", "NM811 package-pin:torch-neuronx"},
+    "ddp_spawn/run.sh": {
+        "NM420 command:neuron_parallel_compile",
+        "NM701 xla-env-var:PJRT_DEVICE",
+        "NM709 xla-env-var:ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB",
+        "NM813 instance-type:trn1.32xlarge",
+        "NM815 venv:aws_neuronx_venv_pytorch_2_1",
+    },
+    "mixed_status/requirements.txt": {
+        "NM810 package:torch-xla",
+        "NM811 package-pin:torch",
+        "NM811 package-pin:torch-neuronx",
+    },
+    "mixed_status/run.sh": {
+        "NM701 xla-env-var:PJRT_DEVICE",
+        "NM703 xla-env-var:XLA_HLO_DEBUG",
+        "NM703 xla-env-var:XLA_IR_DEBUG",
+        "NM799 xla-env-var:NEURON_FUSE_SOFTMAX",
+    },
+    "mlp_single/requirements.txt": {
+        "NM810 package:torch-xla",
+        "NM811 package-pin:torch",
+        "NM811 package-pin:torch-neuronx",
+    },
+    "mlp_single/run.sh": {"NM701 xla-env-var:PJRT_DEVICE", "NM710 xla-env-var:NEURON_CC_FLAGS"},
+    "transformer_modern/requirements.txt": {
+        "NM810 package:libneuronxla",
+        "NM810 package:torch-xla",
+        "NM811 package-pin:torch",
+        "NM811 package-pin:torch-neuronx",
+    },
+    "transformer_modern/run.sh": {
+        "NM420 command:neuron_parallel_compile",
+        "NM701 xla-env-var:PJRT_DEVICE",
+        "NM702 xla-env-var:XLA_USE_BF16",
+        "NM706 xla-env-var:NEURON_COMPILE_CACHE_URL",
+        "NM710 xla-env-var:NEURON_CC_FLAGS",
+    },
+}
+
+
+def test_every_launch_script_and_requirements_finding() -> None:
+    report = api.scan(PROJECTS, use_cache=False, fail_on=("none",))
+    found: dict[str, set[str]] = defaultdict(set)
+    for finding in report.findings:
+        if not finding.path.endswith(".py"):
+            found[finding.path].add(f"{finding.code} {finding.api}")
+    assert dict(found) == EXPECTED_PROJECT_FILES
 
 
 def test_mixed_status_reaches_every_status() -> None:
