@@ -44,7 +44,9 @@ def config_hits(text: str, kind: str) -> Iterator[Hit]:
     try:
         documents = list(yaml.compose_all(text, Loader=loader))
     except yaml.YAMLError as exc:
-        if kind == "json":  # valid JSON that YAML 1.1 refuses (a tab, say): no positions
+        # Valid JSON that YAML 1.1 refuses (a tab, say), or a Helm / Jinja template that is YAML
+        # only once rendered: instance types are still found, by their spelling.
+        if kind == "json" or "{{" in text or "{%" in text:
             yield from _plain_hits(text)
             return
         mark = getattr(exc, "problem_mark", None)
@@ -85,6 +87,14 @@ class _Reader:
 
     def mapping(self, node: Any, parent_key: str | None) -> Iterator[Hit]:
         pairs = node.value
+        # Kubernetes splits `command: ["bash", "-c"]` from `args: [SCRIPT]`: then args is shell.
+        shell_args = any(
+            getattr(k, "value", None) in ("command", "Command")
+            and type(v).__name__ == "SequenceNode"
+            and v.value
+            and getattr(v.value[-1], "value", None) == "-c"
+            for k, v in pairs
+        )
         for key_node, value in pairs:
             key = key_node.value if type(key_node).__name__ == "ScalarNode" else None
             if (
@@ -104,7 +114,8 @@ class _Reader:
                 yield from self.conda(value, pip=False)
                 continue
             if key in _SHELL_KEYS or key in _ARGV_KEYS:
-                yield from self.command(value, argv=key in _ARGV_KEYS)
+                argv = key in _ARGV_KEYS and not (shell_args and key in ("args", "Args"))
+                yield from self.command(value, argv=argv)
                 continue
             if key in _IMAGE_KEYS and type(value).__name__ == "ScalarNode":
                 self.seen.add(id(value))

@@ -30,14 +30,22 @@ DEPENDENCY_NEEDLES = re.compile(rb"torch|xla|neuron|python")
 DEPENDENCY_KINDS = frozenset({"requirements", "pyproject", "setup-cfg", "setup-py", "conda"})
 
 
+# One expression for every pattern, a group per kind: a tree walk asks about every file it meets.
+_NAMES = re.compile(
+    "|".join(
+        f"(?P<{kind.replace('-', '_')}>{'|'.join(fnmatch.translate(p) for p in patterns)})"
+        for kind, patterns in _BY_NAME
+    )
+)
+
+
 def kind_by_name(display: str) -> str | None:
     """The kind of project file `display` names, or None (Python, notebooks, anything else)."""
-    name = display.rpartition("/")[2]
-    folder = display.rpartition("/")[0].rpartition("/")[2]
-    for kind, patterns in _BY_NAME:
-        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
-            return kind
-    if folder == "requirements" and name.endswith((".txt", ".in")):
+    folder, _, name = display.rpartition("/")
+    found = _NAMES.match(name)
+    if found is not None and found.lastgroup is not None:
+        return found.lastgroup.replace("_", "-")
+    if folder.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in")):
         return "requirements"
     return None
 

@@ -92,3 +92,19 @@ def test_json_is_reported_and_never_edited() -> None:
 def test_unparseable_configs_are_errors() -> None:
     assert scan_error("a: [1,\n", "yaml").startswith("invalid YAML at line 2")
     assert scan_error('{"a": 1,}', "json").startswith("invalid JSON")
+
+
+def test_a_template_that_is_yaml_only_once_rendered_is_not_an_error() -> None:
+    text = "spec:\n  {{- if .Values.neuron }}\n  instanceType: trn1.32xlarge\n  {{- end }}\n"
+    assert [(f.code, f.line, f.col) for f in findings(text, "yaml")] == [("NM813", 3, 16)]
+
+
+def test_kubernetes_command_and_args_split_a_shell_script() -> None:
+    text = (
+        "containers:\n  - name: train\n    command: [/bin/bash, -c]\n    args:\n      - |\n"
+        "        export PJRT_DEVICE=NEURON\n"
+        "        neuron_parallel_compile torchrun --nproc_per_node=32 train.py\n"
+    )
+    found = [(f.code, f.line, f.col) for f in findings(text, "yaml")]
+    assert found == [("NM701", 6, 15), ("NM420", 7, 8), ("NM422", 7, 32)]
+    assert "export PJRT_DEVICE" not in rewritten(text, "yaml")
