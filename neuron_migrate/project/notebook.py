@@ -27,6 +27,8 @@ How the module is built, and why:
   cell that parses is left exactly as it is (so `"!"` inside a string is never touched).
 - A cell magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, ...) keeps its body;
   other cell magics (`%%bash`, `%%writefile`, ...) and non-code cells are left out of the module.
+  A `%%writefile NAME.py` cell is read apart, as the Python file it writes (`written_files`):
+  the scan locates its findings in its cell, the rewrite rewrites it in place.
 - `join_notebook` changes only the `source` of cells whose text changed, keeps each source's
   shape (a list of lines or one string), and dumps the JSON with the layout detected in the
   original (indent, key order, ASCII escapes, final newline), which reproduces files written by
@@ -87,6 +89,36 @@ class SplitNotebook:
                 offset = 1 if span.cell in self.cell_magic_lines else 0  # the %%magic line
                 return span.cell, line - span.first_line + 1 + offset
         return None
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A `%%writefile NAME.py` cell: the Python file it writes, read as that file (not as part
+    of the kernel's module: tutorials keep the very training scripts they run in such cells).
+    Line N of `source` is line N + 1 of the cell (line 1 is the `%%writefile` line)."""
+
+    cell: int  # 1-based position in the notebook's `cells` list
+    name: str  # the file it writes
+    source: str
+
+
+_WRITEFILE = re.compile(r"^%%writefile(?:\s+-a|\s+--append)?\s+(\S+\.py)\s*$")
+
+
+def written_files(text: str) -> list[WrittenFile]:
+    """The Python files a notebook's `%%writefile` cells write, in cell order."""
+    data = load_notebook(text)
+    if notebook_language(data) != "python":
+        return []
+    out = []
+    for number, cell in enumerate(data["cells"], 1):
+        if cell.get("cell_type") != "code":
+            continue
+        first, _, rest = cell_text(cell).partition("\n")
+        match = _WRITEFILE.match(first.strip())
+        if match:
+            out.append(WrittenFile(number, match.group(1).strip("'\""), rest))
+    return out
 
 
 def load_notebook(text: str) -> dict[str, Any]:
@@ -270,6 +302,22 @@ def transform_notebook(text: str, transform: Callable[[str], str]) -> str:
 
     For the rewrite: `transform_notebook(text, lambda module: rewrite_source(module).new)`."""
     split = split_notebook(text)
-    if split.language != "python" or not split.cells:
+    if split.language != "python":
         return text
-    return join_notebook(text, split, transform(split.source))
+    new = join_notebook(text, split, transform(split.source)) if split.cells else text
+    written = written_files(new)
+    if not written:
+        return new
+    data = load_notebook(new)
+    changed = False
+    for file in written:
+        rewritten = transform(file.source)
+        if rewritten == file.source:
+            continue
+        changed = True
+        cell = data["cells"][file.cell - 1]
+        first = cell_text(cell).partition("\n")[0]
+        source = f"{first}\n{rewritten}"
+        old = cell.get("source", "")
+        cell["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
+    return dump_like(data, text) if changed else new

@@ -6,7 +6,12 @@ from __future__ import annotations
 import re
 
 from neuron_migrate.project.discover import SourcePath, may_hold_findings
-from neuron_migrate.project.notebook import NotebookError, SplitNotebook, split_notebook
+from neuron_migrate.project.notebook import (
+    NotebookError,
+    SplitNotebook,
+    split_notebook,
+    written_files,
+)
 from neuron_migrate.project.source import read_bytes
 from neuron_migrate.scan.analysis import analyze_source
 from neuron_migrate.scan.engine import ScanSettings
@@ -40,7 +45,8 @@ def scan_notebook(source: SourcePath, settings: ScanSettings, cache: ResultStore
 
 def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFile:
     try:
-        split = split_notebook(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
+        split = split_notebook(text)
     except UnicodeDecodeError as exc:
         return ScannedFile(
             display, error=FileError(display, f"not valid utf-8 at byte {exc.start}", "encoding")
@@ -50,11 +56,18 @@ def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFil
     if split.language != "python":
         return ScannedFile(display, skipped=f"not a Python notebook ({split.language})")
     suppressions = _located_suppressions(split, display)
-    if not may_hold_findings(split.source.encode("utf-8")):
+    written = [f for f in written_files(text) if may_hold_findings(f.source.encode("utf-8"))]
+    if not may_hold_findings(split.source.encode("utf-8")) and not written:
         return prefiltered(display, suppressions)
     result = _located(analyze_source(split.source, display, settings.context()), split)
     if result.error is not None:
         return scanned(result)
+    for file in written:  # each %%writefile NAME.py cell, read as the file it writes
+        inner = analyze_source(file.source, display, settings.context())
+        if inner.error is None:
+            moved = [f._replace(cell=file.cell, line=f.line + 1, end_line=f.end_line + 1)
+                     for f in inner.findings]  # fmt: skip
+            result = result._replace(findings=(*result.findings, *moved))
     return scanned(result, suppressions)
 
 

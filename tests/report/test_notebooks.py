@@ -215,3 +215,38 @@ def test_a_notebook_that_cannot_be_read_is_an_error_in_the_rewrite_summary(
     _, _, err = invoke(["rewrite", str(tmp_path)])
     assert "broken.ipynb" in err
     assert "1 file could not be read" in err and "100% converted" not in err
+
+
+WRITEFILE = [
+    _cell("markdown", "Write the training script, then run it."),
+    _cell(
+        "code",
+        "%%writefile train.py\n"
+        "import torch\n"
+        "import torch_xla.core.xla_model as xm\n"
+        "\n"
+        "device = xm.xla_device()\n"
+        "x = torch.ones(3, device=device)\n"
+        "xm.mark_step()\n",
+    ),
+    _cell("code", "!python train.py"),
+    _cell("code", "%%writefile notes.txt\nxm.mark_step() is not code here\n"),
+]
+
+
+def test_writefile_cells_are_read_as_the_python_files_they_write(tmp_path: Path) -> None:
+    path = tmp_path / "tutorial.ipynb"
+    path.write_text(notebook_text(WRITEFILE), encoding="utf-8")
+    _, out, _ = invoke(["scan", str(tmp_path), "-f", "json", "--no-cache", "--fail-on", "none"])
+    found = {(f["api"], f["cell"], f["line"]) for f in json.loads(out)["findings"]}
+    # line 1 of the cell is the %%writefile line; a non-Python file is not read
+    assert ("torch_xla.core.xla_model.xla_device", 2, 5) in found
+    assert ("torch_xla.core.xla_model.mark_step", 2, 7) in found
+    assert all(cell == 2 for _, cell, _ in found)
+    code, _, err = invoke(["rewrite", str(tmp_path), "--apply"])
+    assert code == 0, err
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    script = "".join(cells[1]["source"])
+    assert script.startswith("%%writefile train.py\nimport torch\n")
+    assert "torch_xla" not in script and 'torch.device("neuron")' in script
+    assert "".join(cells[3]["source"]) == "%%writefile notes.txt\nxm.mark_step() is not code here\n"
