@@ -72,6 +72,11 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if any file would change")
     parser.add_argument(
+        "--write-read-only",
+        action="store_true",
+        help="with --apply, also write read-only files (refused by default)",
+    )
+    parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
         help="also apply rewrites marked unsafe (see `rules list`)",
@@ -145,7 +150,7 @@ def rewrite(args: argparse.Namespace) -> int:
         print(json.dumps(report_json(results, summary), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
-    if summary.internal_errors:
+    if summary.internal_errors or summary.not_written:
         return 2
     return 1 if check and summary.changed else 0
 
@@ -158,6 +163,7 @@ def _written(
 ) -> list[FileRewrite]:
     """Each result counted, then written in place, into the copy, or shown as a diff; the
     results the JSON report lists."""
+    from neuron_migrate.rewrite.in_place import write_in_place
     from neuron_migrate.rewrite.rewriter import write_atomically
 
     listed = []
@@ -168,7 +174,12 @@ def _written(
         if not result.changed:
             continue
         if args.apply:
-            write_atomically(result.path, result.encoded())
+            why = write_in_place(
+                result.path, result.encoded(), args.path, read_only_too=args.write_read_only
+            )
+            if why is not None:
+                summary.not_written.append((result.display, why))
+                print(f"neuron-migrate: {result.display}: {why}", file=sys.stderr)
         elif args.out_dir is not None:
             root = args.path
             target = args.out_dir / result.display if root.is_dir() else args.out_dir / root.name

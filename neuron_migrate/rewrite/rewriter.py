@@ -525,7 +525,7 @@ def write_atomically(path: str, data: bytes) -> None:
     if directory not in _swept:
         _swept.add(directory)
         remove_stale_temporaries(directory)
-    mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o644
+    old = os.stat(path) if os.path.exists(path) else None
     prefix = f"{_TMP_PREFIX}{os.getpid()}-"
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=_TMP_SUFFIX, dir=directory)
     try:
@@ -533,7 +533,13 @@ def write_atomically(path: str, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, 0o644 if old is None else old.st_mode & 0o7777)
+        if old is not None and hasattr(os, "chown"):
+            new = os.stat(tmp)
+            if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+                # The replacement keeps the file's owner, or the file is not replaced.
+                os.chown(tmp, old.st_uid, old.st_gid)
+                os.chmod(tmp, old.st_mode & 0o7777)  # chown clears set-id bits
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -565,6 +571,8 @@ class RewriteSummary:
     per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Files that still import torch_xla where it is missing, with the sites that hold them.
     need_torch_xla: list[tuple[str, list[int], list[Outcome]]] = field(default_factory=list)
+    # Changed files `--apply` did not write, each with why (`rewrite.in_place`): an error.
+    not_written: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, result: FileRewrite) -> None:
         self.files += 1
