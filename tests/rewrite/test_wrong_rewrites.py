@@ -136,3 +136,21 @@ def test_a_spawn_left_for_a_person_keeps_the_rendezvous_address_marked():
 def test_no_spawn_no_site():
     source = "import os\nimport torch_xla\n\nos.environ['MASTER_PORT'] = '1'\n"
     assert rewrite_source(source).new.endswith("os.environ['MASTER_PORT'] = '1'\n")
+
+
+def test_seeding_the_device_leaves_the_cpu_generator_alone():
+    """xm.set_rng_state and torch_xla.manual_seed seed the device's generator only: a CPU state
+    restored just before stays restored, and a torch.manual_seed beside it is not repeated."""
+    source = (
+        XM + "import torch\n\n\ndef restore(s, seed):\n"
+        "    torch.set_rng_state(s)\n    xm.set_rng_state(seed)\n"
+    )
+    new = rewrite_source(source).new
+    assert "torch.neuron.manual_seed(seed)" in new
+    assert "torch.manual_seed" not in new
+    source = (
+        "import torch\nimport torch_xla\n\n\ndef seed_all(s):\n"
+        "    torch.manual_seed(s)\n    torch_xla.manual_seed(s)\n"
+    )
+    body = rewrite_source(source).new.split("def seed_all(s):\n")[1].splitlines()
+    assert len(body) == len(set(body))
