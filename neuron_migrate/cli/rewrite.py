@@ -122,9 +122,12 @@ def rewrite(args: argparse.Namespace) -> int:
     if inside and root.is_dir():
         raise UsageError(f"--out-dir must be outside {root}")
     # libcst loads only when a rewrite runs: other commands start faster.
+    from neuron_migrate.project.config import resolve_config
     from neuron_migrate.rewrite.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
     from neuron_migrate.rewrite.store import NoRewriteCache, open_store
     from neuron_migrate.scan.engine import default_jobs
+
+    config = resolve_config(root)  # a malformed one is an error that names the field
 
     summary = RewriteSummary()
     colour = _use_colour()
@@ -142,6 +145,7 @@ def rewrite(args: argparse.Namespace) -> int:
             jobs=workers,
             diffs=diffs,
             cache=cache,
+            config=config,
         )
         results = _written(files, summary, args, colour)
     finally:

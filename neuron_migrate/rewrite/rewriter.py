@@ -36,6 +36,7 @@ from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.findings import FileError
 
 if TYPE_CHECKING:
+    from neuron_migrate.project.config import Config
     from neuron_migrate.rewrite.codemod.engine import SourceRewrite
 
 SCHEMA_VERSION = 1
@@ -281,9 +282,17 @@ def rewrite_tree(
     jobs: int = 1,
     diffs: bool = False,
     cache: Cache | None = None,
+    config: "Config | None" = None,
 ) -> Iterator[FileRewrite]:
-    """Every discovered file migrated, in discovery order (`rewrite_sources`)."""
-    found = discover(root, exclude, notebooks=True, project_files=True)
+    """Every discovered file migrated, in discovery order (`rewrite_sources`). `config`: the
+    project's `[tool.neuron-migrate]` (`project.config.resolve_config`), whose `exclude` a
+    rewrite honours as a scan does: one configuration for every command."""
+    found = list(discover(root, exclude, notebooks=True, project_files=True))
+    if config is not None:
+        from neuron_migrate.project.config import make_policy
+
+        policy = make_policy(config, root if root.is_dir() else root.parent)
+        found = [s for s in found if not policy.excluded(s.display)]
     sources = [(s.path, s.display) for s in found]
     yield from rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
 
