@@ -79,10 +79,14 @@ def install(target: str | None = None, trace_dir: str | None = None) -> ProcessT
     policy = OpPolicy(matrix, trace)
     tensor.bind(policy, torch.device("neuron", 0))
     if native_engine:
-        native.install(policy, trace)
+        engine = native.install(policy, trace)
         device_module.LEDGER = native.NativeLedger()
+        device_module.connect_engine(
+            engine.current_core, engine.set_current_core, engine.set_visible_cores
+        )
     else:
         kernels.register()
+        device_module.connect_engine(None, tensor.set_current_core, tensor.set_visible_cores)
     autocast.register()
     serialization.register()
     patches.apply(native_engine)

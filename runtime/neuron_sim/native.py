@@ -174,6 +174,7 @@ _OWN_KERNELS = {
     "aten::set_.source_Storage_storage_offset",
     "aten::set_.source_Storage",
     "aten::resize_",
+    "aten::record_stream",
 }
 
 

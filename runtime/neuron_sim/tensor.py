@@ -1,4 +1,4 @@
-"""`NeuronTensor`: a tensor that reports `device=neuron:0` and keeps its data in a CPU tensor.
+"""`NeuronTensor`: a tensor that reports a `neuron` device and keeps its data in a CPU tensor.
 
 Every aten op on it reaches `_torch_dispatch` (its `__torch_dispatch__`), which asks the matrix
 about the op, records it, unwraps the CPU payloads, runs the CPU kernel and wraps the results.
@@ -124,7 +124,7 @@ class NeuronTensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False) -> Any:
         raise TypeError(
-            "can't convert neuron:0 device type tensor to numpy. "
+            f"can't convert {self.device} device type tensor to numpy. "
             "Use Tensor.cpu() to copy the tensor to host memory first."
         )
 
@@ -137,6 +137,15 @@ class NeuronTensor(torch.Tensor):
             self.requires_grad,
             bool(getattr(self, "_is_param", False)),
         )
+
+
+# Ops with nothing to do on the simulated device: it has one stream per core, and every op has
+# finished when it returns (torch has no CPU kernel for them).
+_NO_OP = {"aten::record_stream"}
+
+
+def _no_op(*args: Any, **kwargs: Any) -> Any:
+    return None
 
 
 class _Op:
@@ -156,7 +165,7 @@ class _Op:
     def __init__(self, func: OpOverload, record: OpRecord) -> None:
         name = record.name
         # The C++ callable behind `OpOverload.__call__`, without its Python frame.
-        self.call = func._op
+        self.call = _no_op if name in _NO_OP else func._op
         self.record = record
         self.refused = record.status == UNSUPPORTED
         self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
@@ -243,7 +252,7 @@ def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> N
 def _mixing_error() -> RuntimeError:
     return RuntimeError(
         "Expected all tensors to be on the same device, but found at least two devices, "
-        "neuron:0 and cpu!"
+        f"{_NEURON} and cpu!"
     )
 
 
@@ -276,7 +285,7 @@ def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any]
             value = value._elem
         elif kind is torch.device:
             if value.type == "neuron":
-                value = _CPU
+                value = _checked(value)
         elif kind is torch.dtype:
             narrow = _DOWNCAST.get(value)
             if narrow is not None:
@@ -338,7 +347,7 @@ def _torch_dispatch(
                 downcast |= inner
             unwrapped.append(arg)
         elif kind is torch.device:
-            unwrapped.append(_CPU if arg.type == "neuron" else arg)
+            unwrapped.append(_checked(arg) if arg.type == "neuron" else arg)
         else:
             if check_cpu and isinstance(arg, _Tensor) and arg.dim():
                 raise _mixing_error()
@@ -450,7 +459,7 @@ def _to_copy(src: Any, kwargs: dict[str, Any]) -> Any:
     if leaving:  # to the host: the logical dtype comes back (float64 again)
         copy_kwargs["dtype"] = logical
         return torch.ops.aten._to_copy.default(elem, **copy_kwargs)
-    copy_kwargs["device"] = _CPU
+    copy_kwargs["device"] = _checked(device) if device is not None else _CPU
     narrow = _DOWNCAST.get(logical)
     if narrow is not None:
         copy_kwargs["dtype"] = narrow
@@ -488,6 +497,32 @@ def _refuse_memory_format(memory_format: Any) -> NeuronSimError:
 
 
 _TO_COPY = torch.ops.aten._to_copy.default
+
+
+_visible_cores = 1
+
+
+def set_visible_cores(count: int) -> None:
+    global _visible_cores
+    _visible_cores = count
+
+
+def set_current_core(index: int) -> None:
+    """New neuron tensors report core `index` (`torch.neuron.set_device`)."""
+    global _NEURON
+    _NEURON = torch.device("neuron", index)
+
+
+def _checked(device: torch.device) -> torch.device:
+    """The host, for a neuron device whose index this process sees (else the refusal)."""
+    index = device.index
+    if index is not None and not 0 <= index < _visible_cores:
+        raise RuntimeError(
+            f"neuron device index {index} is out of range: this process sees {_visible_cores} "
+            f"NeuronCore(s) (torch.neuron.device_count() == {_visible_cores}; "
+            "NEURON_RT_VISIBLE_CORES decides)"
+        )
+    return _CPU
 
 
 def bind(policy: OpPolicy, neuron: torch.device) -> None:

@@ -36,7 +36,41 @@ namespace {
 
 namespace py = pybind11;
 
-const c10::Device kDevice(c10::DeviceType::PrivateUse1, 0);
+// The simulated cores: how many this process sees (`torch.neuron.device_count()`), the current
+// one (`set_device`), and the one the op running on this thread computes on (its first device
+// argument's, or the device it was asked to make a tensor on). New device memory belongs to the
+// op's core, or to the current one outside ops.
+std::atomic<int> visible_cores{1};
+std::atomic<int> current_core{0};
+thread_local int op_core = -1;
+
+c10::Device active_device() {
+  return c10::Device(c10::DeviceType::PrivateUse1,
+                     static_cast<c10::DeviceIndex>(op_core >= 0 ? op_core : current_core.load()));
+}
+
+// While an op runs: its core, restored after (ops nest: a kernel may call another).
+struct OpCore {
+  int previous;
+  explicit OpCore(int core) : previous(op_core) {
+    if (core >= 0) op_core = core;
+  }
+  ~OpCore() { op_core = previous; }
+};
+
+void check_device_index(const c10::Device& device) {
+  TORCH_CHECK(!device.has_index() || device.index() < visible_cores.load(),
+              "neuron device index ", static_cast<int>(device.index()), " is out of range: this process sees ",
+              visible_cores.load(), " NeuronCore(s) (torch.neuron.device_count() == ",
+              visible_cores.load(), "; NEURON_RT_VISIBLE_CORES decides)");
+}
+
+// The core an explicit device argument names (-1: none, or no index).
+int core_of(const std::optional<at::Device>& device) {
+  if (!device || device->type() != c10::DeviceType::PrivateUse1) return -1;
+  check_device_index(*device);
+  return device->has_index() ? device->index() : -1;
+}
 const c10::Device kHost(c10::DeviceType::CPU);
 const c10::DispatchKeySet kDeviceKeys({c10::DispatchKey::PrivateUse1,
                                        c10::DispatchKey::AutogradPrivateUse1,
@@ -85,7 +119,7 @@ struct HostAllocator final : c10::Allocator {
     void* p = n ? c10::alloc_cpu(n) : nullptr;
     auto* block = new Block{static_cast<int64_t>(n), p, nullptr};
     ledger.grow(block->nbytes);
-    return {p, block, &free_block, kDevice};
+    return {p, block, &free_block, active_device()};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -100,7 +134,7 @@ c10::DataPtr adopt(const at::Tensor& owner) {
   auto* block = new Block{static_cast<int64_t>(storage.nbytes()), nullptr,
                           std::make_unique<at::Tensor>(owner)};
   ledger.grow(block->nbytes);
-  return {storage.mutable_data(), block, &free_block, kDevice};
+  return {storage.mutable_data(), block, &free_block, active_device()};
 }
 
 // Pinned host memory (`pin_memory=True`, DataLoader's pinning thread): ordinary host memory
@@ -137,23 +171,59 @@ PinnedAllocator pinned_allocator;
 
 struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
-  c10::Device exchangeDevice(c10::Device d) const override { return kDevice; }
-  c10::Device getDevice() const override { return kDevice; }
-  void setDevice(c10::Device) const override {}
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Device exchangeDevice(c10::Device d) const override {
+    const c10::Device previous = getDevice();
+    setDevice(d);
+    return previous;
+  }
+  c10::Device getDevice() const override {
+    return c10::Device(c10::DeviceType::PrivateUse1,
+                       static_cast<c10::DeviceIndex>(current_core.load()));
+  }
+  void setDevice(c10::Device d) const override {
+    check_device_index(d);
+    if (d.has_index()) current_core = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.has_index() && d.index() < visible_cores.load()) current_core = d.index();
+  }
+  // One stream per core, and events that are complete when recorded: every op has finished
+  // when it returns (the device computes on the host, in program order).
   c10::Stream getStream(c10::Device d) const noexcept override {
-    return c10::Stream(c10::Stream::DEFAULT, kDevice);
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getNewStream(c10::Device d, int priority) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
   }
   c10::Stream exchangeStream(c10::Stream s) const noexcept override { return s; }
-  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag)
+      const override {
+    if (*event == nullptr) *event = reinterpret_cast<void*>(1);
+  }
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+  void synchronizeEvent(void*) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  double elapsedTime(void*, void*, const c10::DeviceIndex) const override { return 0.0; }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(visible_cores.load());
+  }
 };
 
 struct Hooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return true; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
-  c10::DeviceIndex deviceCount() const override { return 1; }
-  at::Device getDeviceFromPtr(void*) const override { return kDevice; }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(visible_cores.load());
+  }
+  at::Device getDeviceFromPtr(void*) const override { return active_device(); }
   // Neuron tensors compute on the host, so their random numbers come from the host generator.
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
     return at::detail::getDefaultCPUGenerator();
@@ -396,8 +466,16 @@ void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) 
 
 [[noreturn]] void mixing_error() {
   TORCH_CHECK(false,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              active_device(), " and cpu!");
+  throw std::logic_error("unreachable");
+}
+
+[[noreturn]] void cores_error(int a, int b) {
+  TORCH_CHECK(false,
               "Expected all tensors to be on the same device, but found at least two devices, "
-              "neuron:0 and cpu!");
+              "neuron:", a, " and neuron:", b, "!");
+  throw std::logic_error("unreachable");
 }
 
 // `real_type`: the schema's own type (`type` says int for a ScalarType or MemoryFormat).
@@ -464,12 +542,19 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   bool any_device = false, narrowed = false;
   std::optional<at::ScalarType> requested_dtype;  // a dtype argument, as the caller gave it
   std::optional<bool> device_target;  // an explicit device argument: neuron or not
+  int core = -1, explicit_core = -1;  // the first device argument's core; a device argument's
+  auto note_core = [&](const at::Tensor& t) {
+    const int index = t.device().index();
+    if (core < 0) core = index;
+    else if (index != core && !state.cpu_tensor_ok) cores_error(core, index);
+  };
   std::function<void(const c10::IValue&)> note_list = [&](const c10::IValue& value) {
     if (value.isTensorList()) {
       for (const at::Tensor& t : value.toTensorList())
         if (on_device(t)) {
           any_device = true;
           narrowed |= is_downcast(t.scalar_type());
+          note_core(t);
         }
     } else if (value.isList()) {
       for (const c10::IValue& item : value.toList())
@@ -483,11 +568,13 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       if (on_device(t)) {
         any_device = true;
         narrowed |= is_downcast(t.scalar_type());
+        note_core(t);
       }
     } else if (value.isTensorList() || value.isList()) {
       note_list(value);
     } else if (value.isDevice()) {
       device_target = value.toDevice().type() == c10::DeviceType::PrivateUse1;
+      explicit_core = core_of(value.toDevice());
     } else if (value.isInt() && is_scalar_type_arg(arguments[i])) {
       requested_dtype = static_cast<at::ScalarType>(value.toInt());
     } else if (value.isInt() && is_memory_format_arg(arguments[i])) {
@@ -499,6 +586,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const bool widen = requested_dtype ? is_downcast(*requested_dtype) : narrowed;
   const bool makes_device = device_target.value_or(any_device);
   const bool check_cpu = any_device && !state.cpu_tensor_ok && !in_graph;
+  OpCore op_core_scope(explicit_core >= 0 ? explicit_core : core);
 
   // Pass 2: device tensors become CPU aliases, device arguments the host.
   std::vector<DeviceArgument> device_args;
@@ -610,10 +698,11 @@ const c10::FunctionSchema& schema_of(const char* name, const char* overload) {
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
-                               std::optional<at::Layout>, std::optional<at::Device>,
+                               std::optional<at::Layout>, std::optional<at::Device> device,
                                std::optional<bool>,
                                std::optional<at::MemoryFormat> memory_format) {
   static OpState& state = state_for(schema_of("aten::empty", "memory_format"));
+  OpCore scope(core_of(device));
   account(state);
   check_memory_format(memory_format);
   const auto type = c10::dtype_or_default(dtype);
@@ -625,8 +714,9 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarTy
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
-                         std::optional<at::Device>, std::optional<bool>) {
+                         std::optional<at::Device> device, std::optional<bool>) {
   static OpState& state = state_for(schema_of("aten::empty_strided", ""));
+  OpCore scope(core_of(device));
   account(state);
   const auto type = c10::dtype_or_default(dtype);
   if (is_downcast(type)) note_downcast(type);
@@ -679,6 +769,12 @@ at::Tensor& set_source_storage_whole(at::Tensor& self, c10::Storage source) {
   return self;
 }
 
+// One stream per core, and every op has finished when it returns: nothing to record.
+void record_stream(at::Tensor&, c10::Stream) {
+  static OpState& state = state_for(schema_of("aten::record_stream", ""));
+  account(state);
+}
+
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
                          std::optional<at::MemoryFormat> memory_format) {
   static OpState& state = state_for(schema_of("aten::resize_", ""));
@@ -722,6 +818,7 @@ void install(py::object describe, py::object first_use, py::object is_user_file,
   aten->impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage));
   aten->impl("set_.source_Storage", TORCH_FN(set_source_storage_whole));
   aten->impl("resize_", TORCH_FN(resize));
+  aten->impl("record_stream", TORCH_FN(record_stream));
   libraries.push_back(std::move(fallback));
   libraries.push_back(std::move(aten));
   // Ops that would not reach the fallback reach `run_op` whole: those torch would decompose for
@@ -817,10 +914,14 @@ py::list graph_inputs(const py::list& args) {
 py::list graph_outputs(const py::sequence& outputs, const py::list& args, const py::list& host,
                        const std::vector<bool>& on_device_outputs) {
   std::unordered_map<const c10::StorageImpl*, size_t> alias_of;
+  int core = -1;
   for (size_t i = 0; i < host.size(); ++i)
     if (THPVariable_Check(host[i].ptr()) && THPVariable_Check(args[i].ptr()) &&
-        on_device(THPVariable_Unpack(args[i].ptr())))
+        on_device(THPVariable_Unpack(args[i].ptr()))) {
       alias_of[THPVariable_Unpack(host[i].ptr()).storage().unsafeGetStorageImpl()] = i;
+      if (core < 0) core = THPVariable_Unpack(args[i].ptr()).device().index();
+    }
+  OpCore scope(core);
   py::list results;
   for (size_t k = 0; k < outputs.size(); ++k) {
     py::object out = outputs[k];
@@ -846,12 +947,22 @@ py::list graph_outputs(const py::sequence& outputs, const py::list& args, const 
   return results;
 }
 
+void set_visible_cores(int count) { visible_cores = count; }
+int get_current_core() { return current_core.load(); }
+void set_current_core(int index) {
+  check_device_index(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
+  current_core = index;
+}
+
 }  // namespace
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &host_allocator);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("set_visible_cores", &set_visible_cores);
+  m.def("current_core", &get_current_core);
+  m.def("set_current_core", &set_current_core);
   m.def("install", &install);
   m.def("op_counts", &op_counts);
   m.def("reset_counts", &reset_counts);
