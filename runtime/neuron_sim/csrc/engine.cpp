@@ -246,6 +246,7 @@ struct OpState {
   uint64_t host_results = 0;    // results torch keeps on the host (bit per position)
   int64_t count = 0;
   bool metadata_only = false;   // a view or an in-place view op
+  bool asynchronous = false;    // c10d: its work may use the tensors after the op returns
   std::unordered_map<int, int64_t> site_counts;  // user line (site id) -> calls, GIL-guarded
 };
 
@@ -288,6 +289,7 @@ OpState& state_for(const c10::FunctionSchema& schema,
   }
   auto state = std::make_unique<OpState>();
   state->name = op_name(schema);
+  state->asynchronous = state->name.rfind("c10d::", 0) == 0;
   if (handle) state->metadata_only = touches_metadata_only(*handle);
   {
     py::gil_scoped_acquire gil;
@@ -414,6 +416,21 @@ at::Tensor cpu_alias(const at::Tensor& t) {
   const auto& storage = t.storage();
   c10::Storage cpu(c10::Storage::use_byte_size_t(), storage.nbytes(),
                    c10::DataPtr(storage.mutable_data(), kHost), c10::GetCPUAllocator(), true);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(cpu), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  return with_geometry(alias, t);
+}
+
+// A CPU tensor over `t`'s memory that keeps that memory alive: for c10d's ops, whose work may
+// still read or write it after the op returns (an `isend` whose tensor the caller drops).
+void release_storage(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+
+at::Tensor owning_cpu_alias(const at::Tensor& t) {
+  const auto& storage = t.storage();
+  auto* keep = new c10::Storage(storage);
+  c10::Storage cpu(c10::Storage::use_byte_size_t(), storage.nbytes(),
+                   c10::DataPtr(storage.mutable_data(), keep, &release_storage, kHost),
+                   c10::GetCPUAllocator(), true);
   auto alias = at::detail::make_tensor<c10::TensorImpl>(
       std::move(cpu), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   return with_geometry(alias, t);
@@ -595,7 +612,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       if (check_cpu && t.defined() && t.dim() > 0) mixing_error();
       return t;
     }
-    at::Tensor alias = cpu_alias(t);
+    at::Tensor alias = state.asynchronous ? owning_cpu_alias(t) : cpu_alias(t);
     if (narrowed && is_downcast(t.scalar_type())) alias = alias.to(narrow(t.scalar_type()));
     device_args.push_back({t, alias});
     return alias;
