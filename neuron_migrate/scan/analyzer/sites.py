@@ -22,7 +22,7 @@ _ROOTS = frozenset(
 )
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
 _XLA_ENV = re.compile(
-    r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB$"
+    r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^(ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB|GPU_NUM_DEVICES)$"
 )
 _LITERAL_RECEIVERS = (
     ast.Constant,
