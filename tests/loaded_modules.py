@@ -31,3 +31,22 @@ def loaded_modules(watched: tuple[str, ...], *args: str) -> list[str]:
     )
     loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
     return loaded
+
+
+def imported_by(module: str, watched: tuple[str, ...]) -> list[str]:
+    """The modules of `watched` that `import MODULE` loads in a fresh interpreter, sorted."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, json, {module}; "
+            "print(json.dumps(sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)))",
+            json.dumps(watched),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found: list[str] = json.loads(done.stdout)
+    return found

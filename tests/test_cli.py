@@ -2,60 +2,53 @@
 
 from __future__ import annotations
 
-import argparse
-import inspect
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from neuron_migrate.cli import build_parser, parse
-from neuron_migrate.cli.commands import cleandoc
-from neuron_migrate.cli.run import command_after_dashes
+from neuron_migrate.cli.app import build_app
 from tests.cli import invoke
 
 
-def test_run_passes_the_command_with_its_own_options_through() -> None:
-    args = parse(["run", "-q", "--trace", "t.json", "python", "train.py", "--trace", "x", "-q"])
-    assert args.quiet and args.trace == Path("t.json")
-    assert command_after_dashes(args.command) == ["python", "train.py", "--trace", "x", "-q"]
+def _captured(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> dict[str, Any]:
+    """What the command line hands `module.name`, which is replaced by a recorder."""
+    import importlib
+
+    seen: dict[str, Any] = {}
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        seen["args"], seen["kwargs"] = args, kwargs
+        raise SystemExit(0)
+
+    monkeypatch.setattr(importlib.import_module(module), name, record)
+    return seen
 
 
-def test_run_drops_one_leading_double_dash_only() -> None:
-    args = parse(["run", "--", "torchrun", "--nproc-per-node", "2", "ddp.py", "--", "a"])
-    assert command_after_dashes(args.command) == [
-        "torchrun",
-        "--nproc-per-node",
-        "2",
-        "ddp.py",
-        "--",
-        "a",
-    ]
+def test_run_passes_the_command_with_its_own_options_through(monkeypatch, tmp_path) -> None:
+    seen = _captured(monkeypatch, "neuron_migrate.verify.runner", "run")
+    trace = str(tmp_path / "t.json")
+    words = ["run", "-q", "--trace", trace, "python", "train.py", "--trace", "x", "-q"]
+    assert invoke(words).exit_code == 0
+    assert seen["args"] == (["python", "train.py", "--trace", "x", "-q"], None)
 
 
-def test_verify_takes_options_after_path_and_the_command_after_dashes() -> None:
-    args = parse(
-        [
-            "verify",
-            "src",
-            "-f",
-            "json",
-            "--fail-on",
-            "fallback",
-            "--",
-            "python",
-            "-m",
-            "m",
-            "-f",
-            "x",
-        ]
-    )
-    assert args.path == Path("src") and args.output_format == "json"
-    assert args.fail_on == ["fallback"]
-    assert args.command == ["python", "-m", "m", "-f", "x"]
+def test_run_drops_one_leading_double_dash_only(monkeypatch) -> None:
+    seen = _captured(monkeypatch, "neuron_migrate.verify.runner", "run")
+    invoke(["run", "-t", "2.13", "--", "torchrun", "--nproc-per-node", "2", "ddp.py", "--", "a"])
+    assert seen["args"] == (["torchrun", "--nproc-per-node", "2", "ddp.py", "--", "a"], "2.13")
+
+
+def test_verify_takes_options_after_path_and_the_command_after_dashes(monkeypatch) -> None:
+    seen = _captured(monkeypatch, "neuron_migrate.verify.reconcile", "verify")
+    words = ["verify", "src", "-f", "json", "--fail-on", "fallback", "--"]
+    invoke([*words, "python", "-m", "m", "-f", "x"])
+    assert seen["args"] == (Path("src"), ["python", "-m", "m", "-f", "x"])
+    assert seen["kwargs"]["fail_on"] == ("fallback",)
 
 
 def test_verify_without_a_command_is_a_usage_error(tmp_path: Path) -> None:
@@ -64,24 +57,53 @@ def test_verify_without_a_command_is_a_usage_error(tmp_path: Path) -> None:
     assert "give the command to run after `--`" in result.stderr
 
 
-def test_repeatable_options_collect_every_value() -> None:
-    args = parse(["scan", ".", "--select", "NM1,NM9", "--select", "NM2", "--exclude", "a/*"])
-    assert args.select == ["NM1,NM9", "NM2"] and args.exclude == ["a/*"]
-    assert args.progress is None
-    assert parse(["scan", ".", "--no-progress"]).progress is False
+def test_repeatable_options_collect_every_value(monkeypatch) -> None:
+    seen = _captured(monkeypatch, "neuron_migrate.cli.scan", "_scan")
+    invoke(["scan", ".", "--select", "NM1,NM9", "--select", "NM2", "--exclude", "a/*"])
+    options = seen["kwargs"]
+    assert options["select"] == ("NM1", "NM9", "NM2") and options["exclude"] == ("a/*",)
+    assert options["progress"] is None
+    invoke(["scan", ".", "--no-progress"])
+    assert seen["kwargs"]["progress"] is False
 
 
-@pytest.mark.parametrize("words", [[], ["matrix"], ["rules"], ["report"]])
+@pytest.mark.parametrize("words", [[], ["matrix"], ["rules"], ["report"], ["server"]])
 def test_a_missing_command_prints_help_and_exits_2(words: list[str]) -> None:
     result = invoke(words)
     assert result.exit_code == 2
-    assert result.stderr.startswith("usage: neuron-migrate") and result.stdout == ""
+    assert result.stderr.startswith(f"Usage: {' '.join(['neuron-migrate', *words])} [OPTIONS]")
+    assert "Commands" in result.stderr and result.stdout == ""
 
 
-def test_unknown_option_and_bad_number_exit_2() -> None:
-    assert invoke(["scan", ".", "--no-such-option"]).exit_code == 2
-    bad = invoke(["scan", ".", "--jobs", "many"])
-    assert bad.exit_code == 2 and "invalid int value: 'many'" in bad.stderr
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["scan", ".", "--no-such-option"], "No such option: --no-such-option"),
+        (["scan", ".", "--jobs", "many"], "'-j' / '--jobs': 'many' is not a valid int"),
+        (["scan"], "Missing argument 'PATH'"),
+        (["matrix", "nope"], "No such command 'nope'"),
+    ],
+)
+def test_usage_errors_are_one_red_line_and_exit_2(words: list[str], message: str) -> None:
+    result = invoke(words)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"(see `neuron-migrate {words[0]}" in result.stderr
+
+
+def test_help_lists_every_command_and_option_as_written() -> None:
+    result = invoke(["--help"])
+    assert result.exit_code == 0
+    for name in ("scan", "rewrite", "run", "verify", "demo", "matrix", "rules", "report", "server"):
+        assert f" {name} " in result.stdout
+    scan = invoke(["scan", "-h"]).stdout
+    assert "Usage: neuron-migrate scan [OPTIONS] PATH" in scan
+    assert invoke(["verify", "-h"]).stdout.startswith(
+        "Usage: neuron-migrate verify PATH [OPTIONS] -- CMD ..."
+    )
+    # Help texts are not read as rich markup: the table name stays.
+    assert "Read [tool.neuron-migrate] from" in " ".join(scan.split())
 
 
 def test_version() -> None:
@@ -108,36 +130,17 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
-def _handlers(parser: argparse.ArgumentParser) -> list[object]:
-    """Every command's handler, groups' commands included."""
-    found: list[object] = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                handler = sub.get_default("handler")
-                found += [handler] if handler is not None else _handlers(sub)
-    return found
+def test_every_command_has_a_docstring() -> None:
+    from typer.main import get_command
 
-
-@pytest.mark.parametrize(
-    "doc",
-    [
-        *(h.__doc__ for h in _handlers(build_parser()) if h.__doc__),
-        "",
-        "one line",
-        "  first\n\n      indented\n    less\n\t tab\n   \n",
-        "\n\n    starts low\n      deeper\n\n",
-    ],
-)
-def test_command_help_cleans_docstrings_as_inspect_does(doc: str) -> None:
-    # `cleandoc` stands in for `inspect.cleandoc`, whose import every run would pay for.
-    assert cleandoc(doc) == inspect.cleandoc(doc)
-
-
-def test_every_command_has_a_handler_with_a_docstring() -> None:
-    handlers = _handlers(build_parser())
-    assert len(handlers) >= 8
-    assert all(h.__doc__ for h in handlers)
+    root = get_command(build_app())
+    commands = [
+        sub
+        for group in root.commands.values()  # type: ignore[attr-defined]
+        for sub in getattr(group, "commands", {"": group}).values()
+    ]
+    assert len(commands) >= 14
+    assert all(command.help for command in commands)
 
 
 def test_a_scan_by_itself_leaves_at_once_with_its_code_output_and_exit_handlers(

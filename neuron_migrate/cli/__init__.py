@@ -3,10 +3,9 @@
 Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would change files),
 2 usage, configuration or internal error.
 
-The parser is the standard library's argparse: a re-scan that the cache answers takes a few
-hundred milliseconds, and importing a CLI framework (typer and click) cost 45-60 ms of it.
+The commands are a typer application (`neuron_migrate.cli.app`), one module per command group.
 This module imports nothing else until it knows that the command runs here and not in a server
-(`neuron_migrate.incremental.server`).
+(`neuron_migrate.incremental.server`), and `--version` imports nothing at all.
 """
 
 from __future__ import annotations
@@ -15,77 +14,18 @@ import sys
 
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:
-    import argparse
     from typing import NoReturn
 
-    from neuron_migrate.cli.commands import Handler
-
-# Each command group lives in its own module with a `register(commands)` function.
-_COMMAND_MODULES = (
-    "scan",
-    "rewrite",
-    "run",
-    "matrix",
-    "rules",
-    "verify",
-    "demo",
-    "report",
-    "server",
-)
-
-# Commands that take PATH, options after it, and then `-- CMD ...`. argparse cannot express
-# that (a positional list after PATH is filled, empty, with PATH), so the command is cut off
-# before parsing. `run` has no PATH and takes the rest of the line as it is.
+# Commands that take PATH, options after it, and then `-- CMD ...`: the command is cut off
+# before parsing and handed to the command as the context's `obj["command"]`. (`run` has no
+# PATH and takes the rest of the line as it is.)
 _COMMAND_AFTER_DASHES = ("verify",)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or of `command` alone: building all of them (each an
-    ArgumentParser, and their modules imported) takes a measurable part of a fast re-scan."""
-    import argparse
-    import importlib
-
-    from neuron_migrate import __version__
-    from neuron_migrate.cli.commands import HelpFormatter
-
-    parser = argparse.ArgumentParser(
-        prog="neuron-migrate",
-        description="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
-        formatter_class=HelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=__version__)
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in (command,) if command in _COMMAND_MODULES else _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"neuron_migrate.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"neuron_migrate.cli.{name}":
-                raise
-            continue
-        module.register(commands)
-    return parser
-
-
 def _say(message: str) -> None:
-    from rich.console import Console  # only when there is something to say
+    from neuron_migrate.cli.app import say_error
 
-    Console(stderr=True).print(message, highlight=False, soft_wrap=True)
-
-
-def parse(words: list[str]) -> argparse.Namespace:
-    """The parsed command line; a usage error prints usage and exits 2."""
-    command: list[str] = []
-    if words[:1] and words[0] in _COMMAND_AFTER_DASHES and "--" in words:
-        cut = words.index("--")
-        words, command = words[:cut], words[cut + 1 :]
-    parser = build_parser(words[0] if words else None)
-    args = parser.parse_args(words)
-    if command:
-        args.command = command
-    if getattr(args, "handler", None) is None:  # a command group without its command, or none
-        (getattr(args, "group_parser", None) or parser).print_help(sys.stderr)
-        sys.exit(2)
-    return args
+    say_error(message)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -143,14 +83,22 @@ def leave(code: int) -> NoReturn:
 
 def run_here(words: list[str]) -> None:
     """Run the command `words` in this process; exits with its code."""
+    if words == ["--version"]:  # answered before typer loads
+        from neuron_migrate import __version__
+
+        print(__version__)
+        sys.exit(0)
+    from neuron_migrate.cli.app import run
     from neuron_migrate.errors import NeuronMigrateError
 
-    args = parse(words)
-    handler: Handler = args.handler
+    obj: dict[str, list[str]] = {}
+    if words[:1] and words[0] in _COMMAND_AFTER_DASHES and "--" in words:
+        cut = words.index("--")
+        words, obj["command"] = words[:cut], words[cut + 1 :]
     try:
-        code = handler(args)
+        code = run(words, obj)
     except NeuronMigrateError as exc:
-        _say(f"[bold red]error:[/] {exc}")
+        _say(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -2,23 +2,28 @@
 
 Output goes to stdout (rich text, or JSON with ``--format json``). An unknown version or name
 raises a `UsageError`, which the app turns into one red line and exit code 2.
+
+A new matrix command is one function here, decorated with `@group.command("NAME")`; its
+docstring is its help, its annotated parameters its arguments and options (`FormatOption`
+gives it `-f/--format text|json`, `TargetsOption` a repeatable `-t/--target`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-from neuron_migrate.cli.commands import add_command, add_group
+from neuron_migrate.cli.app import new_group
+from neuron_migrate.cli.options import argument, option
 from neuron_migrate.errors import UsageError
 
 # The matrix package and rich load when a matrix command runs, not with the CLI.
 if TYPE_CHECKING:
+    import typer
     from rich.console import Console
 
-    from neuron_migrate.cli.commands import Commands
     from neuron_migrate.matrix import Matrix
     from neuron_migrate.matrix.api_map import ApiMap
     from neuron_migrate.matrix.query import NameReport
@@ -26,82 +31,29 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json")
 
 
-def register(commands: Commands) -> None:
+group = new_group(
+    "matrix",
+    "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
+)
+
+
+def register(app: typer.Typer) -> None:
     """Add the `matrix` commands."""
-    group = add_group(
-        commands,
-        "matrix",
-        "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
-    )
-    _add_format(add_command(group, "list", matrix_list))
-    show = add_command(group, "show", matrix_show)
-    show.add_argument(
-        "name",
-        help="An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
-    )
-    _add_targets(show)
-    _add_format(show)
-    diff = add_command(group, "diff", matrix_diff)
-    diff.add_argument("v1", help="Older torch-neuronx version, e.g. 2.13.3.0.")
-    diff.add_argument("v2", help="Newer torch-neuronx version, e.g. 2.14.3.0.")
-    _add_format(diff)
-    stats = add_command(group, "stats", matrix_stats)
-    _add_targets(stats)
-    _add_format(stats)
-    imp = add_command(group, "import", matrix_import)
-    imp.add_argument(
-        "file", help="The official per-API table (markdown) or a `matrix probe` file (JSON)."
-    )
-    imp.add_argument(
-        "--base", metavar="VERSION", help="Matrix the file is laid over; default: the newest."
-    )
-    imp.add_argument(
-        "--version",
-        dest="new_version",
-        metavar="VERSION",
-        help="torch-neuronx version of the new matrix; default: the one the file names.",
-    )
-    imp.add_argument("--torch", metavar="VERSION", help="torch it pairs with; default: the file's.")
-    imp.add_argument(
-        "-o",
-        "--out",
-        metavar="FILE",
-        help="Where to write it; default: compat_matrix/VERSION.yaml beside the bundled ones.",
-    )
-    imp.add_argument("--force", action="store_true", help="Overwrite an existing matrix file.")
-    probe = add_command(group, "probe", matrix_probe)
-    probe.add_argument("-o", "--out", default="neuron-probe.json", help="JSON file to write.")
-    probe.add_argument(
-        "--script", action="store_true", help="Print the probe as one file that needs only torch."
-    )
-    probe.add_argument(
-        "command",
-        nargs=argparse.REMAINDER,
-        metavar="-- python SCRIPT ...",
-        help="Your command: a Python script or -m module, run in the probe's process.",
-    )
+    app.add_typer(group)
 
 
-def _add_targets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+FormatOption = Annotated[
+    str, option("-f", "--format", metavar="FORMAT", help="text (rich, the default) or json.")
+]
+TargetsOption = Annotated[
+    list[str] | None,
+    option(
         "-t",
         "--target",
         metavar="VERSION",
-        action="append",
-        default=[],
         help="Only these versions (repeatable); default: all.",
-    )
-
-
-def _add_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-f",
-        "--format",
-        dest="fmt",
-        metavar="FORMAT",
-        default="text",
-        help="text (rich, the default) or json.",
-    )
+    ),
+]
 
 
 def _console() -> Console:
@@ -129,13 +81,14 @@ def _styled(status: str) -> str:
 # --- list -------------------------------------------------------------------------------------
 
 
-def matrix_list(args: argparse.Namespace) -> int:
+@group.command("list")
+def matrix_list(fmt: FormatOption = "text") -> int:
     """List the bundled matrix versions, their torch pairing and evidence."""
     from rich.table import Table
 
     from neuron_migrate.matrix import available_versions, load_matrix
 
-    fmt = _check_format(args.fmt)
+    fmt = _check_format(fmt)
     rows: list[dict[str, Any]] = []
     for version in available_versions():
         m = load_matrix(version)
@@ -180,13 +133,24 @@ def matrix_list(args: argparse.Namespace) -> int:
 # --- show -------------------------------------------------------------------------------------
 
 
-def matrix_show(args: argparse.Namespace) -> int:
+@group.command("show")
+def matrix_show(
+    name: Annotated[
+        str,
+        argument(
+            "NAME",
+            "An aten op (aten::sort, aten.add.Tensor) or a Python API (torch.sort, Tensor.sort).",
+        ),
+    ],
+    target: TargetsOption = None,
+    fmt: FormatOption = "text",
+) -> int:
     """Status of an aten op or a Python API in each matrix version, with its source."""
     from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
     from neuron_migrate.matrix.query import describe_name
 
-    name, fmt = args.name, _check_format(args.fmt)
-    versions = [resolve_version(v) for v in args.target] or available_versions()
+    fmt = _check_format(fmt)
+    versions = [resolve_version(v) for v in target or ()] or available_versions()
     reports = [describe_name(name, load_matrix(v), _api_map_for(load_matrix(v))) for v in versions]
     if all(r.kind == "unknown" for r in reports):
         raise UsageError(
@@ -248,14 +212,19 @@ def _print_report(console: Console, r: NameReport) -> None:
 # --- diff -------------------------------------------------------------------------------------
 
 
-def matrix_diff(args: argparse.Namespace) -> int:
+@group.command("diff")
+def matrix_diff(
+    v1: Annotated[str, argument("V1", "Older torch-neuronx version, e.g. 2.13.3.0.")],
+    v2: Annotated[str, argument("V2", "Newer torch-neuronx version, e.g. 2.14.3.0.")],
+    fmt: FormatOption = "text",
+) -> int:
     """What differs between two matrix versions: op statuses, listings and rules."""
     from rich.table import Table
 
     from neuron_migrate.matrix import diff_matrices, load_matrix, resolve_version
 
-    fmt = _check_format(args.fmt)
-    a, b = load_matrix(resolve_version(args.v1)), load_matrix(resolve_version(args.v2))
+    fmt = _check_format(fmt)
+    a, b = load_matrix(resolve_version(v1)), load_matrix(resolve_version(v2))
     diff = diff_matrices(a, b)
     if fmt == "json":
         _emit_json(diff.to_dict())
@@ -293,14 +262,15 @@ def matrix_diff(args: argparse.Namespace) -> int:
 # --- stats ------------------------------------------------------------------------------------
 
 
-def matrix_stats(args: argparse.Namespace) -> int:
+@group.command("stats")
+def matrix_stats(target: TargetsOption = None, fmt: FormatOption = "text") -> int:
     """Entries of each matrix version by status and by the kind of evidence behind them."""
     from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
     from neuron_migrate.matrix.stats import matrix_stats as compute
     from neuron_migrate.matrix.text import print_stats
 
-    fmt = _check_format(args.fmt)
-    versions = [resolve_version(v) for v in args.target] or available_versions()
+    fmt = _check_format(fmt)
+    versions = [resolve_version(v) for v in target or ()] or available_versions()
     stats = [compute(load_matrix(v)) for v in versions]
     if fmt == "json":
         _emit_json({"versions": stats})
@@ -315,30 +285,63 @@ def matrix_stats(args: argparse.Namespace) -> int:
 # --- import -----------------------------------------------------------------------------------
 
 
-def matrix_import(args: argparse.Namespace) -> int:
+@group.command("import")
+def matrix_import(
+    file: Annotated[
+        Path,
+        argument("FILE", "The official per-API table (markdown) or a `matrix probe` file (JSON)."),
+    ],
+    base: Annotated[
+        str | None,
+        option(
+            "--base", metavar="VERSION", help="Matrix the file is laid over; default: the newest."
+        ),
+    ] = None,
+    new_version: Annotated[
+        str | None,
+        option(
+            "--version",
+            metavar="VERSION",
+            help="torch-neuronx version of the new matrix; default: the one the file names.",
+        ),
+    ] = None,
+    torch: Annotated[
+        str | None,
+        option("--torch", metavar="VERSION", help="torch it pairs with; default: the file's."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        option(
+            "-o",
+            "--out",
+            metavar="FILE",
+            help="Where to write it; default: compat_matrix/VERSION.yaml beside the bundled ones.",
+        ),
+    ] = None,
+    force: Annotated[bool, option("--force", help="Overwrite an existing matrix file.")] = False,
+) -> int:
     """Make a new matrix version from the official per-API table or a probe file."""
-    from pathlib import Path
-
     from neuron_migrate.matrix import clear_cache, load_matrix, resolve_version
     from neuron_migrate.matrix.import_evidence import default_output, import_file
     from neuron_migrate.matrix.stats import matrix_stats as compute
 
-    base = load_matrix(resolve_version(args.base))
+    base_matrix = load_matrix(resolve_version(base))
     version, text = import_file(
-        Path(args.file),
-        base=_matrix_file(base.version),
-        version=args.new_version,
-        torch=args.torch,
+        file,
+        base=_matrix_file(base_matrix.version),
+        version=new_version,
+        torch=torch,
     )
-    out = Path(args.out) if args.out else default_output(version)
-    if out.exists() and not args.force:
+    out = out or default_output(version)
+    if out.exists() and not force:
         raise UsageError(f"{out} exists; pass --force to overwrite it or -o for another file")
     out.write_text(text, encoding="utf-8")
     clear_cache()
     stats = compute(load_matrix(path=out))  # it must load, as any matrix
     counts = ", ".join(f"{n} {s}" for s, n in stats["by_status"].items())
     kinds = ", ".join(f"{n} {k}" for k, n in stats["by_kind"].items() if n)
-    print(f"wrote {out}: torch-neuronx {version} over {base.version}; {counts}; evidence: {kinds}")
+    over = base_matrix.version
+    print(f"wrote {out}: torch-neuronx {version} over {over}; {counts}; evidence: {kinds}")
     return 0
 
 
@@ -351,9 +354,25 @@ def _matrix_file(version: str) -> Any:
 # --- probe ------------------------------------------------------------------------------------
 
 
-def matrix_probe(args: argparse.Namespace) -> int:
+@group.command(
+    "probe",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    options_metavar="[OPTIONS] -- python SCRIPT ...",
+)
+def matrix_probe(
+    command: Annotated[
+        list[str] | None,
+        argument("CMD", "Your command: a Python script or -m module, run in the probe's process."),
+    ] = None,
+    out: Annotated[
+        str, option("-o", "--out", metavar="OUT", help="JSON file to write.")
+    ] = "neuron-probe.json",
+    script: Annotated[
+        bool, option("--script", help="Print the probe as one file that needs only torch.")
+    ] = False,
+) -> int:
     """Record what the installed torch-neuronx registers and what your command falls back on."""
     from neuron_migrate.matrix.probe import main
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    return main(["--script"] if args.script else ["-o", args.out, "--", *command])
+    words = list(command or ())  # click has taken a leading `--`
+    return main(["--script"] if script else ["-o", out, "--", *words])

@@ -2,45 +2,51 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.commands import (
-    add_command,
-    add_group,
-    add_repeatable,
-    add_report_options,
+from neuron_migrate.cli.app import new_group
+from neuron_migrate.cli.options import (
+    OutputOption,
+    ShowNativeOption,
+    argument,
     checked_format,
+    format_option,
+    option,
     split_values,
 )
 from neuron_migrate.report.formats import FORMATS
 
 if TYPE_CHECKING:
-    from neuron_migrate.cli.commands import Commands
+    import typer
+
+group = new_group("report", "Work with saved JSON reports.")
 
 
-def register(commands: Commands) -> None:
-    group = add_group(commands, "report", "Work with saved JSON reports.")
-    parser = add_command(group, "merge", merge)
-    parser.add_argument(
-        "reports", type=Path, nargs="+", help="JSON reports (`scan --format json`)."
-    )
-    add_report_options(parser, FORMATS)
-    add_repeatable(
-        parser,
-        "--fail-on",
-        help="Gate the merged report on these statuses (default: what the reports recorded).",
-    )
-    parser.add_argument("--show-native", action="store_true", help="List native op uses too.")
+def register(app: typer.Typer) -> None:
+    app.add_typer(group)
 
 
-def merge(args: argparse.Namespace) -> int:
+@group.command("merge")
+def merge(
+    reports: Annotated[list[Path], argument("REPORTS", "JSON reports (`scan --format json`).")],
+    output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
+    output: OutputOption = None,
+    fail_on: Annotated[
+        list[str] | None,
+        option(
+            "--fail-on",
+            metavar="VALUE",
+            help="Gate the merged report on these statuses (default: what the reports recorded).",
+        ),
+    ] = None,
+    show_native: ShowNativeOption = False,
+) -> int:
     """Combine shard reports into one, in any format, with the gate applied to the whole."""
     from neuron_migrate.cli.scan import emit_report
     from neuron_migrate.report.load import load_report, merge_reports
 
-    checked_format(args.output_format, FORMATS)
-    merged = merge_reports([load_report(p) for p in args.reports], split_values(args.fail_on))
-    emit_report(merged, args.output_format, args.output, show_native=args.show_native)
+    checked_format(output_format, FORMATS)
+    merged = merge_reports([load_report(p) for p in reports], split_values(fail_on))
+    emit_report(merged, output_format, output, show_native=show_native)
     return 0 if merged.passed else 1

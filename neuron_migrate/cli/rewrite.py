@@ -8,20 +8,27 @@ Results are cached by file content, in the scan's cache folder (`--cache-dir`, `
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.commands import add_command
+from neuron_migrate.cli.options import (
+    CacheDirOption,
+    NoCacheOption,
+    argument,
+    checked_choice,
+    checked_jobs,
+    option,
+)
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from neuron_migrate.cli.commands import Commands
+    import typer
+
     from neuron_migrate.rewrite.rewriter import FileRewrite, RewriteSummary
 
 
@@ -61,60 +68,69 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
         err.print(f"  {code}: {parts}", highlight=False)
 
 
-def register(commands: Commands) -> None:
-    parser = add_command(commands, "rewrite", rewrite)
-    parser.add_argument("path", type=Path, help="a file or a folder of Python code")
-    parser.add_argument(
-        "--apply", action="store_true", help="write the changes in place (atomically)"
-    )
-    parser.add_argument(
-        "--out-dir", type=Path, metavar="DIR", help="write a migrated copy of the whole tree to DIR"
-    )
-    parser.add_argument("--check", action="store_true", help="exit 1 if any file would change")
-    parser.add_argument(
-        "--write-read-only",
-        action="store_true",
-        help="with --apply, also write read-only files (refused by default)",
-    )
-    parser.add_argument(
-        "--unsafe-fixes",
-        action="store_true",
-        help="also apply rewrites marked unsafe (see `rules list`)",
-    )
-    parser.add_argument(
-        "-f", "--format", choices=FORMATS, default="diff", help="diff (default) or json"
-    )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="glob of paths to skip (repeatable)",
-    )
-    parser.add_argument(
-        "-j",
-        "--jobs",
-        metavar="N",
-        type=int,
-        help="worker processes (default: all cores; 1: no pool)",
-    )
-    parser.add_argument(
-        "--no-cache", action="store_true", help="Do not read or write the result cache."
-    )
-    parser.add_argument(
-        "--cache-dir", metavar="DIR", type=Path, help="Where the result cache lives."
-    )
+def register(app: typer.Typer) -> None:
+    app.command("rewrite")(rewrite)
 
 
-def rewrite(args: argparse.Namespace) -> int:
+class _Where:
+    """Where the rewritten files go: in place, into a copy, or (neither) shown."""
+
+    def __init__(
+        self,
+        root: Path,
+        apply: bool,
+        out_dir: Path | None,
+        output_format: str,
+        write_read_only: bool,
+    ) -> None:
+        self.root, self.apply, self.out_dir = root, apply, out_dir
+        self.output_format, self.write_read_only = output_format, write_read_only
+
+
+def rewrite(
+    path: Annotated[Path, argument("PATH", "a file or a folder of Python code")],
+    apply: Annotated[
+        bool, option("--apply", help="write the changes in place (atomically)")
+    ] = False,
+    out_dir: Annotated[
+        Path | None,
+        option("--out-dir", metavar="DIR", help="write a migrated copy of the whole tree to DIR"),
+    ] = None,
+    check: Annotated[bool, option("--check", help="exit 1 if any file would change")] = False,
+    write_read_only: Annotated[
+        bool,
+        option(
+            "--write-read-only",
+            help="with --apply, also write read-only files (refused by default)",
+        ),
+    ] = False,
+    unsafe_fixes: Annotated[
+        bool,
+        option("--unsafe-fixes", help="also apply rewrites marked unsafe (see `rules list`)"),
+    ] = False,
+    output_format: Annotated[
+        str, option("-f", "--format", metavar="{diff,json}", help="diff (default) or json")
+    ] = "diff",
+    exclude: Annotated[
+        list[str] | None,
+        option("--exclude", metavar="GLOB", help="glob of paths to skip (repeatable)"),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        option(
+            "-j", "--jobs", metavar="N", help="worker processes (default: all cores; 1: no pool)"
+        ),
+    ] = None,
+    no_cache: NoCacheOption = False,
+    cache_dir: CacheDirOption = None,
+) -> int:
     """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""
-    path, apply, out_dir, check, jobs = args.path, args.apply, args.out_dir, args.check, args.jobs
+    checked_choice(output_format, FORMATS)
     if apply and out_dir is not None:
         raise UsageError("--apply and --out-dir are exclusive: in place, or a copy")
     if check and (apply or out_dir is not None):
         raise UsageError("--check only reports; drop --apply / --out-dir")
-    if jobs is not None and jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    checked_jobs(jobs)
     root = path
     inside = out_dir is not None and (
         out_dir.resolve() == root.resolve() or root.resolve() in out_dir.resolve().parents
@@ -135,22 +151,24 @@ def rewrite(args: argparse.Namespace) -> int:
         copy_tree(root, out_dir)
     workers = jobs if jobs is not None else default_jobs()
     # Printing a diff: each one is made in the worker that rewrote the file.
-    diffs = not apply and out_dir is None and args.format == "diff"
-    cache = NoRewriteCache() if args.no_cache else open_store(args.cache_dir)
+    diffs = not apply and out_dir is None and output_format == "diff"
+    cache = NoRewriteCache() if no_cache else open_store(cache_dir)
     try:
         files = rewrite_tree(
             root,
-            unsafe=args.unsafe_fixes,
-            exclude=tuple(args.exclude),
+            unsafe=unsafe_fixes,
+            exclude=tuple(exclude or ()),
             jobs=workers,
             diffs=diffs,
             cache=cache,
             config=config,
         )
-        results = _written(files, summary, args, colour)
+        results = _written(
+            files, summary, _Where(root, apply, out_dir, output_format, write_read_only), colour
+        )
     finally:
         cache.close()
-    if args.format == "json":
+    if output_format == "json":
         print(json.dumps(report_json(results, summary), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
@@ -162,7 +180,7 @@ def rewrite(args: argparse.Namespace) -> int:
 def _written(
     files: Iterable[FileRewrite],
     summary: RewriteSummary,
-    args: argparse.Namespace,
+    where: _Where,
     colour: bool,
 ) -> list[FileRewrite]:
     """Each result counted, then written in place, into the copy, or shown as a diff; the
@@ -177,18 +195,18 @@ def _written(
             listed.append(result)
         if not result.changed:
             continue
-        if args.apply:
+        if where.apply:
             why = write_in_place(
-                result.path, result.encoded(), args.path, read_only_too=args.write_read_only
+                result.path, result.encoded(), where.root, read_only_too=where.write_read_only
             )
             if why is not None:
                 summary.not_written.append((result.display, why))
                 print(f"neuron-migrate: {result.display}: {why}", file=sys.stderr)
-        elif args.out_dir is not None:
-            root = args.path
-            target = args.out_dir / result.display if root.is_dir() else args.out_dir / root.name
+        elif where.out_dir is not None:
+            root = where.root
+            target = where.out_dir / result.display if root.is_dir() else where.out_dir / root.name
             write_atomically(str(target), result.encoded())
-        elif args.format == "diff":
+        elif where.output_format == "diff":
             diff = result.diff()
             sys.stdout.write(_colour_diff(diff) if colour else diff)
     return listed

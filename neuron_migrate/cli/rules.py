@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.commands import add_command, add_group
+from neuron_migrate.cli.app import new_group
+from neuron_migrate.cli.options import argument, checked_choice, option
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:  # the rules and rich load when a rules command runs
-    from neuron_migrate.cli.commands import Commands
+    import typer
+
     from neuron_migrate.ruleset import Rule
+
+group = new_group("rules", "The rewrite and lint rules.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(group)
 
 
 def _rule_json(rule: Rule) -> dict[str, object]:
@@ -27,15 +34,21 @@ def _rule_json(rule: Rule) -> dict[str, object]:
     }
 
 
-def list_rules(args: argparse.Namespace) -> int:
+@group.command("list")
+def list_rules(
+    output_format: Annotated[
+        str, option("-f", "--format", metavar="{table,json}", help="table (default) or json")
+    ] = "table",
+) -> int:
     """List every rule: code, name, fix safety and summary."""
     from rich.console import Console
     from rich.table import Table
 
     from neuron_migrate.ruleset import load_ruleset
 
+    checked_choice(output_format, ("table", "json"))
     rules = load_ruleset().rules
-    if args.format == "json":
+    if output_format == "json":
         print(json.dumps([_rule_json(rule) for rule in rules], indent=2))
         return 0
     table = Table(show_lines=False, pad_edge=False)
@@ -97,7 +110,8 @@ def _files_markdown(rule: Rule) -> list[str]:
     return lines
 
 
-def explain(args: argparse.Namespace) -> int:
+@group.command("explain")
+def explain(code: Annotated[str, argument("CODE", "a rule code such as NM104")]) -> int:
     """Explain one rule: what it matches, why, an example, what to use instead, fix safety."""
     from rich.console import Console
     from rich.markdown import Markdown
@@ -105,17 +119,8 @@ def explain(args: argparse.Namespace) -> int:
     from neuron_migrate.ruleset import load_ruleset
 
     try:
-        rule = load_ruleset().get(args.code)
+        rule = load_ruleset().get(code)
     except KeyError:
-        raise UsageError(f"no rule {args.code!r}; see `neuron-migrate rules list`") from None
+        raise UsageError(f"no rule {code!r}; see `neuron-migrate rules list`") from None
     Console().print(Markdown(_explain_markdown(rule)))
     return 0
-
-
-def register(commands: Commands) -> None:
-    group = add_group(commands, "rules", "The rewrite and lint rules.")
-    listing = add_command(group, "list", list_rules)
-    listing.add_argument(
-        "-f", "--format", choices=("table", "json"), default="table", help="table (default) or json"
-    )
-    add_command(group, "explain", explain).add_argument("code", help="a rule code such as NM104")

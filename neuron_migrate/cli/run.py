@@ -2,40 +2,43 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.commands import add_command
+from neuron_migrate.cli.options import argument, option
 
 if TYPE_CHECKING:
-    from neuron_migrate.cli.commands import Commands
+    import typer
+
+# Everything from the first argument that is not one of `run`'s options is the command, its
+# own options included; a `--` before it is optional (click drops it).
+_PASS_THROUGH = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 
 
-def register(commands: Commands) -> None:
-    parser = add_command(commands, "run", run)
-    parser.usage = "%(prog)s [-h] [-t VERSION] [--trace FILE] [-q] [--] CMD ..."
-    parser.add_argument(
-        "-t",
-        "--target",
-        metavar="VERSION",
-        help="torch-neuronx version to simulate (default: newest).",
+def register(app: typer.Typer) -> None:
+    app.command("run", context_settings=_PASS_THROUGH, options_metavar="[OPTIONS] [--] CMD ...")(
+        run
     )
-    parser.add_argument(
-        "--trace", metavar="FILE", type=Path, help="Write the merged run trace (JSON) here."
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="No summary on stderr.")
-    # Everything from the first argument that is not one of the options above is the command,
-    # its own options included; a `--` before it is optional.
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="The command to run.")
 
 
-def command_after_dashes(words: list[str]) -> list[str]:
-    return words[1:] if words[:1] == ["--"] else words
-
-
-def run(args: argparse.Namespace) -> int:
+def run(
+    command: Annotated[list[str] | None, argument("CMD", "The command to run.")] = None,
+    target: Annotated[
+        str | None,
+        option(
+            "-t",
+            "--target",
+            metavar="VERSION",
+            help="torch-neuronx version to simulate (default: newest).",
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        option("--trace", metavar="FILE", help="Write the merged run trace (JSON) here."),
+    ] = None,
+    quiet: Annotated[bool, option("-q", "--quiet", help="No summary on stderr.")] = False,
+) -> int:
     """Run a command on a simulated `neuron` device: `run [OPTIONS] -- CMD ...`.
 
     CMD is a Python script, `python -m module`, `pytest ...` or `torchrun ... script.py`. Every
@@ -45,12 +48,12 @@ def run(args: argparse.Namespace) -> int:
     """
     from neuron_migrate.verify import runner  # subprocess and tempfile load only for `run`
 
-    result = runner.run(command_after_dashes(args.command), args.target)
-    if args.trace is not None:
-        runner.write_trace(result.trace, args.trace)
-    if not args.quiet:
+    result = runner.run(list(command or ()), target)
+    if trace is not None:
+        runner.write_trace(result.trace, trace)
+    if not quiet:
         lines = runner.summary_lines(result.trace)
-        if args.trace is not None:
-            lines.append(f"  trace written to {args.trace}")
+        if trace is not None:
+            lines.append(f"  trace written to {trace}")
         print("\n".join(lines), file=sys.stderr)
     return result.exit_code

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.commands import (
+from neuron_migrate.cli.options import (
     REPEATABLE,
-    add_command,
-    add_repeatable,
-    add_report_options,
+    CacheDirOption,
+    NoCacheOption,
+    OutputOption,
+    ShowNativeOption,
+    argument,
     checked_format,
+    checked_jobs,
+    format_option,
+    option,
     split_values,
+    stderr_console,
 )
 from neuron_migrate.errors import UsageError
 from neuron_migrate.report.formats import FORMATS
@@ -22,181 +27,252 @@ from neuron_migrate.report.formats import FORMATS
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from rich.console import Console
+    import typer
 
     from neuron_migrate.api import ScanReport
-    from neuron_migrate.cli.commands import Commands
 
 
-def register(commands: Commands) -> None:
-    parser = add_command(commands, "scan", scan)
-    parser.add_argument("path", type=Path, help="A file or folder to scan. Nothing is executed.")
-    parser.add_argument(
+def register(app: typer.Typer) -> None:
+    app.command("scan")(scan)
+
+
+TargetOption = Annotated[
+    str | None,
+    option(
         "-t",
         "--target",
         metavar="VERSION",
         help="torch-neuronx version to check against (default: newest).",
-    )
-    add_report_options(parser, FORMATS)
-    add_repeatable(
-        parser,
-        "--fail-on",
-        help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
-        + REPEATABLE,
-    )
-    add_repeatable(
-        parser,
-        "--select",
-        help="Report only these rule codes or prefixes (NM1, NM902). " + REPEATABLE,
-    )
-    add_repeatable(
-        parser, "--ignore", help="Never report these rule codes or prefixes. " + REPEATABLE
-    )
-    parser.add_argument(
-        "--baseline",
-        metavar="FILE",
-        type=Path,
-        help="Fail only on findings not recorded in this baseline file.",
-    )
-    parser.add_argument(
-        "--write-baseline",
-        metavar="FILE",
-        type=Path,
-        help="Record today's findings in this baseline file.",
-    )
-    parser.add_argument(
-        "--changed-since", metavar="REF", help="Scan only files changed since this git ref."
-    )
-    parser.add_argument(
-        "--shard", metavar="I/N", help="Scan shard I of N (e.g. 2/4); merge with `report merge`."
-    )
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        type=Path,
-        help="Read [tool.neuron-migrate] from this pyproject.toml.",
-    )
-    parser.add_argument("--no-config", action="store_true", help="Ignore pyproject.toml.")
-    parser.add_argument(
-        "-j", "--jobs", metavar="N", type=int, help="Worker processes (default: all cores)."
-    )
-    parser.add_argument(
-        "--no-cache", action="store_true", help="Do not read or write the result cache."
-    )
-    parser.add_argument(
-        "--cache-dir", metavar="DIR", type=Path, help="Where the result cache lives."
-    )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="Glob of paths to skip, relative to PATH (repeatable; adds to the config's).",
-    )
-    parser.add_argument(
-        "--max-file-size",
-        type=float,
-        default=2.0,
-        metavar="MB",
-        help="Skip files larger than this many MB (default: 2).",
-    )
-    parser.add_argument("--show-native", action="store_true", help="List native op uses too.")
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        help="Progress bar on stderr (default: when a terminal).",
-    )
+    ),
+]
 
 
-def scan(args: argparse.Namespace) -> int:
+def scan(
+    path: Annotated[Path, argument("PATH", "A file or folder to scan. Nothing is executed.")],
+    target: TargetOption = None,
+    output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
+    output: OutputOption = None,
+    fail_on: Annotated[
+        list[str] | None,
+        option(
+            "--fail-on",
+            metavar="VALUE",
+            help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
+            + REPEATABLE,
+        ),
+    ] = None,
+    select: Annotated[
+        list[str] | None,
+        option(
+            "--select",
+            metavar="VALUE",
+            help="Report only these rule codes or prefixes (NM1, NM902). " + REPEATABLE,
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        option(
+            "--ignore",
+            metavar="VALUE",
+            help="Never report these rule codes or prefixes. " + REPEATABLE,
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        option(
+            "--baseline",
+            metavar="FILE",
+            help="Fail only on findings not recorded in this baseline file.",
+        ),
+    ] = None,
+    write_baseline: Annotated[
+        Path | None,
+        option(
+            "--write-baseline",
+            metavar="FILE",
+            help="Record today's findings in this baseline file.",
+        ),
+    ] = None,
+    changed_since: Annotated[
+        str | None,
+        option(
+            "--changed-since", metavar="REF", help="Scan only files changed since this git ref."
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        option(
+            "--shard",
+            metavar="I/N",
+            help="Scan shard I of N (e.g. 2/4); merge with `report merge`.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        option(
+            "--config", metavar="FILE", help="Read [tool.neuron-migrate] from this pyproject.toml."
+        ),
+    ] = None,
+    no_config: Annotated[bool, option("--no-config", help="Ignore pyproject.toml.")] = False,
+    jobs: Annotated[
+        int | None,
+        option("-j", "--jobs", metavar="N", help="Worker processes (default: all cores)."),
+    ] = None,
+    no_cache: NoCacheOption = False,
+    cache_dir: CacheDirOption = None,
+    exclude: Annotated[
+        list[str] | None,
+        option(
+            "--exclude",
+            metavar="GLOB",
+            help="Glob of paths to skip, relative to PATH (repeatable; adds to the config's).",
+        ),
+    ] = None,
+    max_file_size: Annotated[
+        float,
+        option(
+            "--max-file-size",
+            metavar="MB",
+            help="Skip files larger than this many MB (default: 2).",
+        ),
+    ] = 2.0,
+    show_native: ShowNativeOption = False,
+    progress: Annotated[
+        bool | None,
+        option(
+            "--progress/--no-progress", help="Progress bar on stderr (default: when a terminal)."
+        ),
+    ] = None,
+) -> int:
     """Find every torch_xla use and classify every torch op against the compatibility matrix."""
     from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 
     # Loading the engine and assembling the report make no reference cycles either: the
     # collector runs as rarely as it does while files are scanned (`gc_tuning.FEW_CYCLES`).
     with collecting_less(FEW_CYCLES):
-        return _scan(args)
+        return _scan(
+            path,
+            target=target,
+            output_format=checked_format(output_format, FORMATS),
+            output=output,
+            fail_on=split_values(fail_on),
+            select=split_values(select),
+            ignore=split_values(ignore),
+            baseline=baseline,
+            write_baseline=write_baseline,
+            changed_since=changed_since,
+            shard=shard,
+            config=config,
+            no_config=no_config,
+            jobs=checked_jobs(jobs),
+            no_cache=no_cache,
+            cache_dir=cache_dir,
+            exclude=tuple(exclude or ()),
+            max_file_size=max_file_size,
+            show_native=show_native,
+            progress=progress,
+        )
 
 
-def _scan(args: argparse.Namespace) -> int:
+def _scan(
+    path: Path,
+    *,
+    target: str | None,
+    output_format: str,
+    output: Path | None,
+    fail_on: tuple[str, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    baseline: Path | None,
+    write_baseline: Path | None,
+    changed_since: str | None,
+    shard: str | None,
+    config: Path | None,
+    no_config: bool,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+    exclude: tuple[str, ...],
+    max_file_size: float,
+    show_native: bool,
+    progress: bool | None,
+) -> int:
     from neuron_migrate.project.config import resolve_config, with_baseline_path
     from neuron_migrate.scan.baseline import load_baseline
     from neuron_migrate.scan.baseline import write_baseline as save_baseline
 
-    path: Path = args.path
-    checked_format(args.output_format, FORMATS)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
     shard_spec = None
-    if args.shard is not None:
+    if shard is not None:
         from neuron_migrate.scan.shard import parse_shard
 
-        shard_spec = parse_shard(args.shard)
+        shard_spec = parse_shard(shard)
     if not path.exists() and not path.is_symlink():
         raise UsageError(f"no such file or directory: {path}")
-    settings = with_baseline_path(resolve_config(path, args.config, isolated=args.no_config))
-    baseline_path = args.baseline or (Path(settings.baseline) if settings.baseline else None)
-    write_baseline = args.write_baseline
+    settings = with_baseline_path(resolve_config(path, config, isolated=no_config))
+    baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
 
     from neuron_migrate import api  # the engine loads only when a scan runs
 
     # `--progress` draws the bar even when stderr is not a terminal (a CI log, a pipe).
-    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    show_progress = sys.stderr.isatty() if progress is None else progress
     plan = api.plan_scan(
         path,
-        target=args.target,
-        fail_on=split_values(args.fail_on),
-        exclude=tuple(args.exclude),
-        max_bytes=int(args.max_file_size * 1024 * 1024),
+        target=target,
+        fail_on=fail_on,
+        exclude=exclude,
+        max_bytes=int(max_file_size * 1024 * 1024),
         config=settings,
-        select=split_values(args.select),
-        ignore=split_values(args.ignore),
+        select=select,
+        ignore=ignore,
     )
     # A JSON report of the whole tree, kept in the cache, can be spliced on the next scan.
     spliceable = (
-        args.output_format == "json"
-        and not args.no_cache
+        output_format == "json"
+        and not no_cache
         and known is None
         and write_baseline is None
         and shard_spec is None
-        and args.changed_since is None
+        and changed_since is None
     )
-    with _progress_bar(show_progress) as on_progress:
+    with progress_bar(show_progress, "scanning") as on_progress:
         if spliceable:
             from neuron_migrate.incremental.report_snapshot import scan_json
 
             report = scan_json(
                 plan,
-                output=args.output,
-                jobs=args.jobs,
-                cache_dir=args.cache_dir,
+                output=output,
+                jobs=jobs,
+                cache_dir=cache_dir,
                 on_progress=on_progress,
             )
         else:
             report = api.scan_planned(
                 plan,
-                jobs=args.jobs,
-                use_cache=not args.no_cache,
-                cache_dir=args.cache_dir,
+                jobs=jobs,
+                use_cache=not no_cache,
+                cache_dir=cache_dir,
                 on_progress=on_progress,
                 baseline=known,
-                changed_since=args.changed_since,
+                changed_since=changed_since,
                 shard=shard_spec,
             )
     if spliceable:
-        _report_written(args.output)
+        _report_written(output)
         return 0 if report.passed else 1
     if write_baseline is not None:
         report.baseline = save_baseline(write_baseline, report.findings, report.target)
-        _stderr().print(f"baseline written to {write_baseline}: {len(report.findings)} findings")
-    emit_report(report, args.output_format, args.output, show_native=args.show_native)
+        stderr_console().print(
+            f"baseline written to {write_baseline}: {len(report.findings)} findings"
+        )
+    emit_report(report, output_format, output, show_native=show_native)
     return 0 if report.passed else 1
 
 
 @contextmanager
-def _progress_bar(show: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr while the block runs; rich loads only when one is drawn."""
+def progress_bar(show: bool, doing: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while the block runs, `doing` (scanning, rewriting) at its
+    left; rich loads only when one is drawn. Shared with `rewrite`."""
     if not show:
         yield None
         return
@@ -210,16 +286,10 @@ def _progress_bar(show: bool) -> Iterator[Callable[[int, int], None] | None]:
     )
 
     console = Console(stderr=True, force_terminal=True)
-    columns = (TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn(doing), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("scan", total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
-
-
-def _stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def emit_report(
@@ -248,5 +318,5 @@ def emit_report(
 
 def _report_written(output: Path | None) -> None:
     if output is not None:
-        _stderr().print(f"report written to {output}")
+        stderr_console().print(f"report written to {output}")
     sys.stdout.flush()

@@ -3,53 +3,47 @@ for the command line (`neuron_migrate.incremental.server`)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from neuron_migrate.cli.commands import add_command, add_group
+from neuron_migrate.cli.app import new_group
+from neuron_migrate.cli.options import checked_choice, option
 from neuron_migrate.errors import ServerError
 
 if TYPE_CHECKING:
-    from neuron_migrate.cli.commands import Commands
+    import typer
 
 _START_WAIT_S = 60.0  # the warm-up scans and rewrites a sample: a second or two
 _STOP_WAIT_S = 10.0
 
 
-def register(commands: Commands) -> None:
+group = new_group(
+    "server",
+    "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
+)
+
+
+def register(app: typer.Typer) -> None:
     """Add the `server` commands."""
-    group = add_group(
-        commands,
-        "server",
-        "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
-    )
-    start = add_command(group, "start", server_start)
-    start.add_argument(
-        "--idle-timeout",
-        metavar="SECONDS",
-        type=float,
-        default=3600.0,
-        help="Stop after this long without a command (default: 3600).",
-    )
-    start.add_argument(
-        "--foreground", action="store_true", help="Serve in this process until stopped."
-    )
-    add_command(group, "stop", server_stop)
-    status = add_command(group, "status", server_status)
-    status.add_argument(
-        "-f",
-        "--format",
-        dest="fmt",
-        choices=("text", "json"),
-        default="text",
-        help="text (the default) or json.",
-    )
+    app.add_typer(group)
 
 
-def server_start(args: argparse.Namespace) -> int:
+@group.command("start")
+def server_start(
+    idle_timeout: Annotated[
+        float,
+        option(
+            "--idle-timeout",
+            metavar="SECONDS",
+            help="Stop after this long without a command (default: 3600).",
+        ),
+    ] = 3600.0,
+    foreground: Annotated[
+        bool, option("--foreground", help="Serve in this process until stopped.")
+    ] = False,
+) -> int:
     """Start the server, which runs each later `scan` and `rewrite` of this installation.
 
     The server loads the tool and its bundled data once; each command then hands it its
@@ -79,9 +73,9 @@ def server_start(args: argparse.Namespace) -> int:
         make_private(where.folder)
     except OSError as exc:
         raise ServerError(str(exc)) from None
-    if args.foreground:
+    if foreground:
         try:
-            zygote.serve(args.idle_timeout)
+            zygote.serve(idle_timeout)
         except (zygote.AlreadyRunning, OSError) as exc:
             raise ServerError(str(exc)) from None
         return 0
@@ -92,7 +86,7 @@ def server_start(args: argparse.Namespace) -> int:
                 "-m",
                 "neuron_migrate.incremental.server",
                 "--idle-timeout",
-                f"{args.idle_timeout}",
+                f"{idle_timeout}",
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -112,7 +106,8 @@ def server_start(args: argparse.Namespace) -> int:
     raise ServerError(f"the server did not start within {_START_WAIT_S:.0f} s")
 
 
-def server_stop(args: argparse.Namespace) -> int:
+@group.command("stop")
+def server_stop() -> int:
     """Stop the server. Commands it is running finish."""
     import os
 
@@ -131,15 +126,21 @@ def server_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def server_status(args: argparse.Namespace) -> int:
+@group.command("status")
+def server_status(
+    fmt: Annotated[
+        str, option("-f", "--format", metavar="{text,json}", help="text (the default) or json.")
+    ] = "text",
+) -> int:
     """Say whether a server runs, and what it is; exit code 1 when none runs."""
     from neuron_migrate.incremental.server.client import ask
     from neuron_migrate.incremental.server.location import location
     from neuron_migrate.incremental.server.protocol import PING
 
+    checked_choice(fmt, ("text", "json"))
     info = ask(PING)
     socket_path = location().socket
-    if args.fmt == "json":
+    if fmt == "json":
         print(json.dumps({"running": info is not None, "socket": socket_path, **(info or {})}))
     elif info is None:
         print("no server runs")

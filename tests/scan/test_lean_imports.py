@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from neuron_migrate.incremental.stat_index import SETTLED_NS
-from tests.loaded_modules import loaded_modules
+from tests.loaded_modules import imported_by, loaded_modules
 
 HEAVY = (
     "yaml",
@@ -22,8 +22,12 @@ HEAVY = (
 )
 
 
-def _loaded(*args: str) -> list[str]:
-    return loaded_modules(HEAVY, *args)
+def _loaded(*args: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
+    """The modules of `watched` that the command loads beyond what the CLI's framework (typer)
+    loads by itself: that part is the start-up the move to typer accepted (bench/README.md)."""
+    framework = imported_by("typer", watched)
+    assert not {"rich", "yaml", "hashlib", "sqlite3"} & set(framework)
+    return [m for m in loaded_modules(watched, *args) if m not in framework]
 
 
 def test_a_warm_rescan_loads_no_analysis_and_an_edit_no_yaml(tmp_path: Path) -> None:
@@ -49,16 +53,16 @@ def test_rescans_of_a_settled_tree_load_neither_openssl_nor_sqlite_for_nothing(
         (tree / f"m{n}.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
     scan = ["scan", str(tree), "-f", "json", "--cache-dir", str(cache), "-j", "2"]
     watched = ("hashlib", "sqlite3", "tokenize")
-    assert "sqlite3" in loaded_modules(watched, *scan)  # the first scan fills the cache
+    assert "sqlite3" in _loaded(*scan, watched=watched)  # the first scan fills the cache
     # Files younger than SETTLED_NS when scanned are read again by the next scan.
     time.sleep(SETTLED_NS / 1e9 + 0.1)
-    loaded_modules(watched, *scan)
+    _loaded(*scan, watched=watched)
     # Unchanged: the report snapshot answers, and the result cache is not opened.
-    assert loaded_modules(watched, *scan) == []
+    assert _loaded(*scan, watched=watched) == []
     # One file edited: it is looked up in the result cache, keyed by a digest that does not
     # load OpenSSL, and decoded as UTF-8 (it names no encoding) without the tokenizer.
     (tree / "m0.py").write_text("import torch_xla.core.xla_model as xm\nxm.xla_device()\n")
-    assert loaded_modules(watched, *scan) == ["sqlite3"]
+    assert _loaded(*scan, watched=watched) == ["sqlite3"]
 
 
 def test_modules_that_define_named_tuples_evaluate_their_annotations() -> None:

@@ -1,0 +1,79 @@
+"""What the command modules share: option declarations, value checks, the stderr console.
+
+Each option's help says its default itself, so typer's `[default: ...]` is turned off (`option`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from neuron_migrate.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+REPEATABLE = "Repeatable or comma-separated."
+
+
+def option(*names: str, help: str, metavar: str | None = None, **settings: Any) -> Any:
+    """A `typer.Option` whose help text states its default where it has one."""
+    return typer.Option(*names, help=help, metavar=metavar, show_default=False, **settings)
+
+
+def argument(metavar: str, help: str, **settings: Any) -> Any:
+    """A `typer.Argument` named METAVAR in usage lines and errors."""
+    return typer.Argument(help=help, metavar=metavar, show_default=False, **settings)
+
+
+def format_option(formats: tuple[str, ...]) -> Any:
+    """`-f/--format`, the first of `formats` its default (checked by `checked_format`)."""
+    return option(
+        "-f",
+        "--format",
+        metavar="FORMAT",
+        help=f"Report format: {', '.join(formats)} (default: {formats[0]}).",
+    )
+
+
+OutputOption = Annotated[
+    Path | None, option("-o", "--output", metavar="FILE", help="Write the report here.")
+]
+ShowNativeOption = Annotated[bool, option("--show-native", help="List native op uses too.")]
+NoCacheOption = Annotated[bool, option("--no-cache", help="Do not read or write the result cache.")]
+CacheDirOption = Annotated[
+    Path | None, option("--cache-dir", metavar="DIR", help="Where the result cache lives.")
+]
+
+
+def checked_choice(value: str, choices: tuple[str, ...], flag: str = "--format") -> str:
+    if value not in choices:
+        raise UsageError(f"{flag}: unknown value {value!r}; choose from {', '.join(choices)}")
+    return value
+
+
+def checked_format(value: str, formats: tuple[str, ...]) -> str:
+    if value not in formats:
+        raise UsageError(f"--format: unknown format {value!r}; choose from {', '.join(formats)}")
+    return value
+
+
+def checked_jobs(jobs: int | None) -> int | None:
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return jobs
+
+
+def split_values(values: list[str] | None) -> tuple[str, ...]:
+    """The values of a repeatable option, each possibly comma-separated."""
+    return tuple(
+        part.strip() for value in values or () for part in value.split(",") if part.strip()
+    )
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
