@@ -13,7 +13,7 @@ DATA = textwrap.dedent(
     import torch
 
 
-    def make_data(n, d, seed=0):
+    def make_data(n, d, k, index, seed=0):
         torch.manual_seed(seed)
         g = torch.Generator()
         g.manual_seed(seed)
@@ -22,7 +22,16 @@ DATA = textwrap.dedent(
         labels = (x @ w).argmax(1)
         order = torch.randperm(n)
         ranked = torch.sort(x[:, 0]).values
-        return x[order], labels[order], ranked
+        top = x.topk(k, dim=1).values  # `k` is a parameter: the host tensor decides
+        picked = torch.gather(x, 1, index)  # `index` too: tensors of one call share a device
+        codes = torch.empty(n, dtype=torch.long)
+        return x[order], labels[order], ranked, top, picked, codes
+
+
+    class Points:
+        def __init__(self, n, teacher):
+            self.inputs = torch.randn(n, 3)
+            self.labels = torch.argmax(self.inputs @ teacher, dim=1)
     """
 )
 

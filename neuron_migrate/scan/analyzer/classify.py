@@ -19,6 +19,32 @@ _FLOAT64_NAMES = frozenset(
     {"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"}
 )
 _FLOAT64_METHODS = frozenset({"double"})
+# dtype objects other than float64 (`dtype=torch.long`): a name, not an op
+_DTYPE_NAMES = frozenset(
+    f"torch.{name}"
+    for name in [
+        "float32",
+        "float",
+        "float16",
+        "half",
+        "bfloat16",
+        "int64",
+        "long",
+        "int32",
+        "int",
+        "int16",
+        "short",
+        "int8",
+        "uint8",
+        "bool",
+        "complex64",
+        "cfloat",
+        "complex128",
+        "cdouble",
+        "float8_e4m3fn",
+        "float8_e5m2",
+    ]
+)
 _MEMORY_FORMATS = {
     "torch.channels_last": "channels_last",
     "torch.channels_last_3d": "channels_last",
@@ -189,6 +215,8 @@ class _Classifier:
         if qualname in _FLOAT64_NAMES:
             self.add_float64(site, qualname)
             return
+        if qualname in _DTYPE_NAMES:
+            return  # `dtype=torch.long` converts nothing by itself
         if qualname in _MEMORY_FORMATS:
             rule = ctx.matrix.memory_format_status(_MEMORY_FORMATS[qualname])
             if rule is not None:

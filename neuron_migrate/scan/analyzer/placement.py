@@ -120,11 +120,12 @@ class Placer:
         its receiver and arguments are (`x.item()` of a host tensor is a host op)."""
         func = call.func
         if isinstance(func, ast.Attribute) and self.qualname_of(func) is None:
-            inputs = join(self.of(func.value), self._all(a for a in call.args))
-            inputs = join(inputs, self._all(k.value for k in call.keywords))
+            receiver = self.of(func.value)
             if func.attr in ("to", *_TO_DEVICE, *_TO_HOST):
-                return join(inputs, self.of(call))
-            return inputs
+                return join(receiver, self.of(call))
+            if receiver in (HOST, DEVICE):
+                return receiver  # `inputs.topk(k, dim=1)`: the receiver's device runs it
+            return join(receiver, self._all([*call.args, *(k.value for k in call.keywords)]))
         return self.of(call)
 
     def of(self, node: ast.expr | None) -> str:
@@ -139,11 +140,15 @@ class Placer:
                 return NONE
             if self.qualname_of(node) is not None:
                 return NONE  # torch.float32, a module: no tensor
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                return self._self_attribute(node)
             inner = self.of(node.value)
             return UNKNOWN if inner == NONE else inner  # `self.w`: an object's state
         if isinstance(node, ast.Subscript):
             return self.of(node.value)
-        if isinstance(node, (ast.BinOp, ast.BoolOp, ast.Compare, ast.UnaryOp, ast.IfExp)):
+        if isinstance(node, (ast.BinOp, ast.Compare)):  # operands of one op share a device
+            return self._shared([n for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr)])
+        if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.IfExp)):
             return self._all(ast.iter_child_nodes(node))
         if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Starred)):
             return self._all(ast.iter_child_nodes(node))
@@ -155,6 +160,44 @@ class Placer:
             if isinstance(child, ast.expr):
                 out = join(out, self.of(child))
         return out
+
+    def _self_attribute(self, node: ast.Attribute) -> str:
+        """`self.inputs` in a method: the join of what the class's methods assign to it
+        (`self.inputs = torch.randn(n, 3)` in `__init__`); unknown if it has no assignment
+        here (a base class, another file may set it)."""
+        key = id(node)
+        if key in self._busy:
+            return NONE
+        cls = self._enclosing_class(node)
+        if cls is None:
+            return UNKNOWN
+        values = [
+            statement.value
+            for statement in ast.walk(cls)
+            if isinstance(statement, ast.Assign)
+            for target in statement.targets
+            if isinstance(target, ast.Attribute)
+            and target.attr == node.attr
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ]
+        if not values:
+            return UNKNOWN
+        self._busy.add(key)
+        try:
+            out = NONE
+            for value in values:
+                out = join(out, self.of(value))
+            return UNKNOWN if out == NONE else out
+        finally:
+            self._busy.discard(key)
+
+    def _enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
+        parents = self.model.parents
+        current = parents.get(id(node))
+        while current is not None and not isinstance(current, ast.ClassDef):
+            current = parents.get(id(current))
+        return current
 
     def _name(self, name: ast.Name) -> str:
         cached = self._names.get(id(name))
@@ -202,8 +245,7 @@ class Placer:
                 return self.device_value(device) if device is not None else self._all(args)
             if qualname.rsplit(".", 1)[-1][:1].isupper():
                 return UNKNOWN  # a module or an object: where its state lives is not known here
-            inputs = self._all(args)
-            return HOST if inputs == NONE else inputs  # torch.normal(0, 1, (3,)): a new CPU tensor
+            return self._inputs(args)
         func = call.func
         if isinstance(func, ast.Attribute):
             method = func.attr
@@ -216,12 +258,30 @@ class Placer:
             if method == "to":
                 return self._to(call, func.value)
             receiver = self.of(func.value)
+            if receiver in (HOST, DEVICE):
+                return receiver
             if receiver == NONE and not isinstance(func.value, ast.Constant):
                 return UNKNOWN
             return join(receiver, self._all(args))
         if isinstance(func, ast.Name) and func.id in _PYTHON_BUILTINS:
             return NONE
         return UNKNOWN  # the project's own code: `model(x)`, `make_batch()`
+
+    def _inputs(self, args: list[ast.expr]) -> str:
+        """Where a torch function of these arguments runs; with no tensor at all, it makes a
+        new CPU tensor (`torch.normal(0, 1, (3,))`)."""
+        shared = self._shared(args)
+        return HOST if shared == NONE else shared
+
+    def _shared(self, operands: list[ast.expr]) -> str:
+        """The device the tensors of one op share (torch refuses a mix): a host tensor among
+        operands the code cannot place (often ints: `torch.sort(x, dim)`) makes a host op."""
+        places = {self.of(operand) for operand in operands}
+        if DEVICE in places:
+            return DEVICE
+        if HOST in places:
+            return HOST
+        return NONE if places <= {NONE} else UNKNOWN
 
     def _to(self, call: ast.Call, receiver: ast.expr) -> str:
         """`.to(device)`, `.to("cpu")`, `.to(torch.float16)`, `.to(other_tensor)`."""
