@@ -62,6 +62,22 @@ def function_samples() -> list[Sample]:
         _fn("torch.bernoulli", torch.bernoulli, lambda: torch.rand(3, 4)),
         _fn("torch.multinomial", lambda x: torch.multinomial(x, 2), lambda: torch.rand(3, 4)),
         _fn("torch.manual_seed", lambda _: torch.manual_seed(0)),
+        # Quantized tensors (the released table's `N` category): what each call reaches.
+        _fn(
+            "torch.quantize_per_tensor",
+            lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8),
+            lambda: _x(3, 4),
+        ),
+        _fn(
+            "torch.quantize_per_channel",
+            lambda a: torch.quantize_per_channel(a[0], a[1], a[2], 0, torch.qint8),
+            lambda: (_x(3, 4), torch.ones(3), torch.zeros(3, dtype=torch.long)),
+        ),
+        _fn(
+            "torch.dequantize",
+            torch.dequantize,
+            lambda: torch.quantize_per_tensor(_x(3, 4), 0.1, 0, torch.qint8),
+        ),
         _fn("torch.is_tensor", torch.is_tensor, lambda: _x(2)),
         _fn("torch.numel", torch.numel, lambda: _x(2)),
         _fn("torch.nn.utils.clip_grad_norm_", _clip, _params_with_grads),
