@@ -7,6 +7,7 @@ from copy import copy
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from neuron_migrate.errors import UsageError
 from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.project.config import Config, Policy, make_policy, resolve_config
@@ -16,6 +17,7 @@ from neuron_migrate.scan.baseline import Baseline
 from neuron_migrate.scan.engine import ScanSettings, default_jobs, scan_files
 from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.scan.findings import FileError, Finding
+from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS
 from neuron_migrate.scan.scan_data import header_for
 from neuron_migrate.scan.scanned import ScannedFile
 from neuron_migrate.scan.store import NoCache, ResultStore, SignatureSource
@@ -247,8 +249,18 @@ class ScanReport:
         return [f for f in self.findings if self.fails(f)]
 
     @property
+    def failing_errors(self) -> list[FileError]:
+        """The files that could not be scanned and may hide findings, where the gate fails on
+        them (`gate.ERROR_STATUS`)."""
+        return [
+            error
+            for error in self.errors
+            if error.kind in HIDING_ERRORS and ERROR_STATUS in self.fail_on_for(error.path)
+        ]
+
+    @property
     def passed(self) -> bool:
-        return self.failing_count == 0
+        return self.failing_count == 0 and not self.failing_errors
 
 
 def _path(table: FileFindings) -> str:
@@ -280,11 +292,15 @@ def plan_scan(
 ) -> ScanPlan:
     """`scan`'s arguments resolved: the config found, merged with the flags."""
     root = Path(path)
+    if target is not None and not target.strip():
+        raise UsageError("--target: empty value; give a torch-neuronx version such as 2.14")
+    if max_bytes <= 0:
+        raise UsageError("--max-file-size must be more than 0 MB")
     if config is None:
         config = resolve_config(root)
     base = root if root.is_dir() else root.parent
     policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
-    version = resolve_version(target or config.target)
+    version = resolve_version(target if target is not None else config.target)
     return ScanPlan(root, base, config, policy, version, exclude, max_bytes)
 
 

@@ -66,8 +66,12 @@ def checked_jobs(jobs: int | None) -> int | None:
     return jobs
 
 
-def split_values(values: list[str] | None) -> tuple[str, ...]:
-    """The values of a repeatable option, each possibly comma-separated."""
+def split_values(values: list[str] | None, flag: str | None = None) -> tuple[str, ...]:
+    """The values of a repeatable option, each possibly comma-separated. With `flag`, an empty
+    value is an error naming it (an empty `--fail-on` turned the gate back to its default
+    unseen)."""
+    if flag is not None and any(not value.strip() for value in values or ()):
+        raise UsageError(f"{flag}: empty value")
     return tuple(
         part.strip() for value in values or () for part in value.split(",") if part.strip()
     )

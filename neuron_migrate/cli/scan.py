@@ -57,8 +57,8 @@ def scan(
         option(
             "--fail-on",
             metavar="VALUE",
-            help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, any, none. "
-            + REPEATABLE,
+            help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, error, any, "
+            "none. " + REPEATABLE,
         ),
     ] = None,
     select: Annotated[
@@ -155,7 +155,7 @@ def scan(
             target=target,
             output_format=checked_format(output_format, FORMATS),
             output=output,
-            fail_on=split_values(fail_on),
+            fail_on=split_values(fail_on, "--fail-on"),
             select=split_values(select),
             ignore=split_values(ignore),
             baseline=baseline,

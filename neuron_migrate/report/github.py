@@ -8,7 +8,13 @@ suppressed findings are not annotated. A final line states the gate.
 from __future__ import annotations
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import STATUS_LABEL, repo_path, sorted_findings, summarize
+from neuron_migrate.report.summary import (
+    STATUS_LABEL,
+    failing_text,
+    repo_path,
+    sorted_findings,
+    summarize,
+)
 
 
 def _data(text: str) -> str:
@@ -67,7 +73,7 @@ def render_github(report: ScanReport) -> str:
     summary = summarize(report)
     gate = summary["gate"]
     suppressed = summary["suppressed"]
-    verdict = "passed" if gate["passed"] else f"failed ({gate['failing_findings']} findings)"
+    verdict = "passed" if gate["passed"] else f"failed ({failing_text(gate)})"
     lines.append(
         f"neuron-migrate: {summary['findings']} findings, {suppressed['ignore']} ignored, "
         f"{suppressed['fixme']} fixme; gate {verdict}"

@@ -19,6 +19,7 @@ from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
     baseline_state,
+    failing_text,
     location,
     sorted_findings,
     summarize,
@@ -85,7 +86,7 @@ def render_html(report: ScanReport) -> str:
     verdict = (
         f'<span class="pass">gate passed</span> (fail-on: {escape(statuses)})'
         if gate["passed"]
-        else f'<span class="fail">gate failed</span>: {gate["failing_findings"]} findings '
+        else f'<span class="fail">gate failed</span>: {escape(failing_text(gate))} '
         f"(fail-on: {escape(statuses)})"
     )
     files = summary["files"]

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import location, sorted_findings, summarize
+from neuron_migrate.report.summary import failing_text, location, sorted_findings, summarize
 from neuron_migrate.scan.findings import Finding
 
 
@@ -66,7 +66,7 @@ def render_junit(report: ScanReport) -> str:
             case,
             "failure",
             type="gate",
-            message=f"{gate['failing_findings']} findings fail the gate (fail-on: {statuses})",
+            message=f"{failing_text(gate)} fail the gate (fail-on: {statuses})",
         )
     suite.set("tests", "1")
     suite.set("failures", "0" if gate["passed"] else "1")

@@ -10,6 +10,7 @@ from neuron_migrate.api import ScanReport
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
+    failing_text,
     location,
     sorted_findings,
     summarize,
@@ -48,7 +49,7 @@ def render_markdown(report: ScanReport) -> str:
     verdict = (
         f"✅ **Gate passed** (fail-on: {statuses})"
         if gate["passed"]
-        else f"❌ **Gate failed**: {gate['failing_findings']} findings (fail-on: {statuses})"
+        else f"❌ **Gate failed**: {failing_text(gate)} (fail-on: {statuses})"
     )
     files = summary["files"]
     out = [

@@ -37,6 +37,7 @@ def summarize(report: ScanReport) -> dict[str, Any]:
         fixable += count if can_fix else 0
     kinds = Counter(s.kind for s in report.suppressed)
     failing = report.failing_count
+    failing_errors = len(report.failing_errors)
     return {
         "files": {
             "total": report.files_total,
@@ -64,8 +65,9 @@ def summarize(report: ScanReport) -> dict[str, Any]:
         "gate": {
             "fail_on": sorted(report.fail_on),
             "overrides": gate_overrides(report),
-            "passed": not failing,
+            "passed": not failing and not failing_errors,
             "failing_findings": failing,
+            "failing_errors": failing_errors,
         },
         "elapsed_s": round(report.elapsed_s, 3),
     }
@@ -117,3 +119,12 @@ def location(finding: Finding) -> str:
     """`path:line:col`, or `path:cell N:line:col` for notebooks (1-based columns)."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
     return f"{finding.path}:{cell}{finding.line}:{finding.col + 1}"
+
+
+def failing_text(gate: dict[str, Any]) -> str:
+    """What fails the gate, in words: "3 findings", "3 findings and 1 file not scanned"."""
+    text = f"{gate['failing_findings']} findings"
+    errors = gate.get("failing_errors", 0)
+    if errors:
+        text += f" and {errors} file{'s' if errors != 1 else ''} not scanned"
+    return text

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, summarize
+from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, failing_text, summarize
 
 STATUS_STYLE = {
     "unsupported": "bold red",
@@ -86,7 +86,7 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         console.print(f"\n[green]gate passed[/] (--fail-on {','.join(gate['fail_on']) or 'none'})")
     else:
         console.print(
-            f"\n[bold red]gate failed[/]: {gate['failing_findings']} findings with status "
+            f"\n[bold red]gate failed[/]: {failing_text(gate)} with status "
             f"{', '.join(gate['fail_on'])}"
         )
 

@@ -32,7 +32,7 @@ def test_found_upward_from_the_scanned_path(tmp_path: Path) -> None:
     _project(tmp_path, '[tool.neuron-migrate]\nfail-on = "xla"\n')
     assert find_config(tmp_path / "src" / "pkg" / "train.py") == tmp_path / "pyproject.toml"
     code, report, _ = _scan(tmp_path / "src" / "pkg")
-    assert code == 1 and report["summary"]["gate"]["fail_on"] == ["unsupported", "xla"]
+    assert code == 1 and report["summary"]["gate"]["fail_on"] == ["error", "unsupported", "xla"]
     assert report["config"] == str(tmp_path / "pyproject.toml")
 
 
