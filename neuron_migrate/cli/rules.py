@@ -111,7 +111,11 @@ def _files_markdown(rule: Rule) -> list[str]:
 
 
 @group.command("explain")
-def explain(code: Annotated[str, argument("CODE", "a rule code such as NM104")]) -> int:
+def explain(
+    code: Annotated[
+        str, argument("RULE", "a rule code such as NM104, or its name such as xla-mark-step")
+    ],
+) -> int:
     """Explain one rule: what it matches, why, an example, what to use instead, fix safety."""
     from rich.console import Console
     from rich.markdown import Markdown
@@ -119,8 +123,10 @@ def explain(code: Annotated[str, argument("CODE", "a rule code such as NM104")])
     from neuron_migrate.ruleset import load_ruleset
 
     try:
-        rule = load_ruleset().get(code)
+        rule = load_ruleset().find(code)
     except KeyError:
-        raise UsageError(f"no rule {code!r}; see `neuron-migrate rules list`") from None
+        raise UsageError(
+            f"no rule with the code or name {code!r}; see `neuron-migrate rules list`"
+        ) from None
     Console().print(Markdown(_explain_markdown(rule)))
     return 0

@@ -20,6 +20,7 @@ class RuleSet:
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.rules = rules
         self._by_code = {rule.code: rule for rule in rules}
+        self._by_name = {rule.name.lower(): rule for rule in rules}
         self._exact: dict[str, Rule] = {}
         self._prefixes: list[tuple[str, Rule]] = []  # "torch_xla.distributed.fsdp" -> rule
         self._analyzer: dict[str, Rule] = {}
@@ -51,6 +52,13 @@ class RuleSet:
             return self._by_code[code.upper()]
         except KeyError:
             raise KeyError(f"no rule {code}") from None
+
+    def find(self, code_or_name: str) -> Rule:
+        """The rule with this code (NM104) or name (xla-mark-step), in any case."""
+        rule = self._by_code.get(code_or_name.upper()) or self._by_name.get(code_or_name.lower())
+        if rule is None:
+            raise KeyError(f"no rule {code_or_name}")
+        return rule
 
     def for_qualname(self, qualname: str) -> Rule | None:
         """Exact name, then the longest module prefix (`mod.*`).
