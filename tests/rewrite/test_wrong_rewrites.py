@@ -154,3 +154,30 @@ def test_seeding_the_device_leaves_the_cpu_generator_alone():
     )
     body = rewrite_source(source).new.split("def seed_all(s):\n")[1].splitlines()
     assert len(body) == len(set(body))
+
+
+def test_a_compared_device_name_and_its_producer_change_together():
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+        'def device_kind():\n    return "xla"\n\n\n'
+        'DEVICE = device_kind()\nif DEVICE == "xla":\n    print("on the device")\n'
+    )
+    new = rewrite_source(source).new
+    assert 'return "neuron"' in new and 'if DEVICE == "neuron":' in new
+
+
+def test_a_compared_device_name_whose_producer_is_unknown_is_marked_not_changed():
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nfrom config import kind\n\n"
+        'DEVICE = kind()\nif DEVICE == "xla":\n    print("on the device")\n'
+    )
+    result = rewrite_source(source)
+    lines = result.new.splitlines()
+    at = lines.index('if DEVICE == "xla":')
+    assert lines[at - 1].startswith("# TODO(neuron-migrate NM118)")
+    assert [o.status for o in result.outcomes if o.code == "NM118"] == ["marked"]
+
+
+def test_a_runtime_device_type_is_still_rewritten():
+    source = "import torch\n\n\ndef on(t):\n    return t.device.type == 'xla'\n"
+    assert "t.device.type == 'neuron'" in rewrite_source(source).new

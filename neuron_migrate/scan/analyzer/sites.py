@@ -201,6 +201,35 @@ def _parameter_defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
     ]
 
 
+def _runtime_device(value: ast.expr) -> bool:
+    """`t.device.type`, `x.device`, `str(t.device)`: a device the runtime reports, which says
+    'neuron' once migrated."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "str":
+        return len(value.args) == 1 and _runtime_device(value.args[0])
+    return isinstance(value, ast.Attribute) and value.attr in ("type", "device")
+
+
+def _if_leaves(value: ast.expr) -> list[ast.expr]:
+    if isinstance(value, ast.IfExp):
+        return [*_if_leaves(value.body), *_if_leaves(value.orelse)]
+    return [value]
+
+
+def _own_returns(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
+    """The function's `return` statements, not those of functions or classes inside it."""
+    found: list[ast.Return] = []
+    todo: list[ast.AST] = list(definition.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _assigned_once(bindings: list[Binding]) -> bool:
     """One assignment binds the name: not a parameter, whose callers may pass anything."""
     return len(bindings) == 1 and not isinstance(bindings[0].node, ast.arg)
@@ -666,6 +695,14 @@ class _SiteFinder:
                 continue
             others = [o for o in operands if o is not operand]
             if _XLA_DEVICE.match(value) and any(self._mentions_device(o) for o in others):
+                producers = self.device_producers(others)
+                if producers is None:
+                    # the value compared comes from where the rewrite cannot follow: changing
+                    # the test alone would make it never true (or always), so a person decides
+                    self.idiom("xla-device-type-compare-unresolved", operand, value, guarded)
+                    continue
+                for string in producers:  # rewritten with the test, so the two agree
+                    self.idiom("xla-device-string", string, _string(string), guarded)
                 self.idiom("xla-device-type-compare", operand, value, guarded)
             elif value == "NEURON" and any(self._is_device_kind_query(o) for o in others):
                 self.idiom("neuron-device-type-compare", operand, value, guarded)
@@ -691,6 +728,74 @@ class _SiteFinder:
             for element in elements:
                 if _string(element) == "xla":
                     self.idiom("xla-backend-compare", element, "xla", guarded)
+
+    def device_producers(self, operands: list[ast.expr]) -> list[ast.expr] | None:
+        """For a test of a variable against 'xla' (`DEVICE == "xla"`): the device strings that
+        produce its value and are not reported yet (a local function's `return "xla"`), or None
+        when some producer is unknown (a parameter, an imported function, a loop). A device
+        reported by the runtime (`t.device.type`) needs none; an attribute is taken as such."""
+        found: list[ast.expr] = []
+        for operand in operands:
+            if not isinstance(operand, ast.Name) or not self._mentions_device(operand):
+                continue
+            binding = self.model.binding_of(operand)
+            if binding is None:
+                return None
+            for bound in binding[1]:
+                if isinstance(bound.node, ast.arg):
+                    return None  # its callers may pass anything
+                value = _assigned_value(bound.node, self.model.parents)
+                strings = self._produced(value)
+                if strings is None:
+                    return None
+                found.extend(strings)
+        return found
+
+    def _produced(self, value: ast.expr | None, depth: int = 0) -> list[ast.expr] | None:
+        """The device strings an assigned value needs rewritten with a test of it ([] when
+        the assignment's own rewrite or the runtime takes care of it), or None: unknown."""
+        if value is None:
+            return None
+        if isinstance(value, ast.IfExp):
+            body = self._produced(value.body, depth)
+            orelse = self._produced(value.orelse, depth)
+            return None if body is None or orelse is None else [*body, *orelse]
+        if _string(value) is not None:
+            return []  # `device = "xla"`: the assignment's own site (device_assignment)
+        if _runtime_device(value) or self.call_qualnames.get(id(value)) == "torch.device":
+            return []
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and depth == 0:
+            return self._returned(value.func)
+        return None
+
+    def _returned(self, func: ast.Name) -> list[ast.expr] | None:
+        """The device strings a function of this module returns, when every `return` of it
+        gives a string or the runtime's device type; else None."""
+        binding = self.model.binding_of(func)
+        if binding is None or len(binding[1]) != 1:
+            return None
+        definition = binding[1][0].node
+        if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        found: list[ast.expr] = []
+        returns = [r for r in _own_returns(definition)]
+        if not returns:
+            return None
+        for ret in returns:
+            if ret.value is None:
+                return None
+            if _string(ret.value) is not None or isinstance(ret.value, ast.IfExp):
+                strings = _device_strings(ret.value)
+                leaves = _if_leaves(ret.value)
+                if any(_string(leaf) is None for leaf in leaves):
+                    return None
+                found.extend(s for s, _ in strings if id(s) not in self.device_strings)
+                continue
+            produced = self._produced(ret.value, depth=1)
+            if produced is None:
+                return None
+            found.extend(produced)
+        return found
 
     def _mentions_device(self, expr: ast.expr) -> bool:
         text = ast.unparse(expr) if not isinstance(expr, ast.Name) else expr.id
