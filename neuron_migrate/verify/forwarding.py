@@ -23,25 +23,45 @@ FORWARDED = tuple(
 NEW_GROUP: int | None = 0 if hasattr(os, "killpg") else None
 
 
-@contextlib.contextmanager
-def forwarding_signals(pid: int) -> Iterator[None]:
-    """While the child `pid` (the leader of its own process group) runs: the terminal's
-    foreground is its group, and SIGINT/SIGTERM/SIGHUP sent to this process go to its group."""
-    if NEW_GROUP is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class Forwarder:
+    """Where the signals go: the child's group once it is started (`started`); a signal that
+    comes before that is passed on as soon as it is."""
 
-    def forward(signum: int, frame: object) -> None:
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pending: list[int] = []
+        self.terminal: tuple[int, int] | None = None
+
+    def forward(self, signum: int, frame: object = None) -> None:
+        if self.pid is None:
+            self.pending.append(signum)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signum)
+            os.killpg(self.pid, signum)
 
-    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}
-    terminal = _foreground(pid)
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        if NEW_GROUP is not None and threading.current_thread() is threading.main_thread():
+            self.terminal = _foreground(pid)
+        for signum in self.pending:
+            self.forward(signum)
+
+
+@contextlib.contextmanager
+def forwarding_signals() -> Iterator[Forwarder]:
+    """SIGINT/SIGTERM/SIGHUP sent to this process go to the child's group from now on (call
+    `started` with its pid, the leader of its own group); while it runs, the terminal's
+    foreground is its group. Installed before the child starts: no signal falls in between."""
+    forwarder = Forwarder()
+    if NEW_GROUP is None or threading.current_thread() is not threading.main_thread():
+        yield forwarder
+        return
+    previous = {signum: signal.signal(signum, forwarder.forward) for signum in FORWARDED}
     try:
-        yield
+        yield forwarder
     finally:
-        if terminal is not None:
-            _restore_foreground(*terminal)
+        if forwarder.terminal is not None:
+            _restore_foreground(*forwarder.terminal)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

@@ -119,11 +119,12 @@ def _execute(
     elif stdout_to_stderr:
         sys.stderr.flush()
         stdout = sys.stderr.fileno()
-    process = subprocess.Popen(
-        argv, env=env, cwd=cwd, stdout=stdout, text=capture_output, process_group=NEW_GROUP
-    )
     output = ""
-    with forwarding_signals(process.pid):
+    with forwarding_signals() as forwarder:
+        process = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdout=stdout, text=capture_output, process_group=NEW_GROUP
+        )
+        forwarder.started(process.pid)
         while True:
             try:
                 out, _ = process.communicate()

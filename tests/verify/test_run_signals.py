@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "killpg") or not Path("/proc/self/stat").exists(), reason="POSIX and /proc"
+)
 
 # The command: starts a grandchild in its group, says so, and on a signal writes which one it
 # got and exits 7 (SIGTERM, SIGHUP) or dies of it (SIGINT, as Python does for Ctrl-C).
@@ -34,9 +36,19 @@ time.sleep(60)
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
         return False
+    return state != "Z"
+
+
+def _ended(*pids: int) -> bool:
+    """Whether all of `pids` end within a while (a Python interrupted unwinds, then exits)."""
+    deadline = time.monotonic() + 20
+    while any(map(_alive, pids)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
     return True
 
 
@@ -64,13 +76,11 @@ def test_a_signal_to_run_reaches_the_command_and_run_exits_with_its_status(
     os.kill(run.pid, signum)  # to run's PID only, as `kill` or a supervisor sends it
     assert run.wait(timeout=60) == 7
     assert (tmp_path / "got").read_text() == signal.Signals(signum).name
-    time.sleep(0.2)
-    assert not _alive(child) and not _alive(grandchild)
+    assert _ended(child, grandchild)
 
 
 def test_sigint_to_run_alone_interrupts_the_command(tmp_path: Path) -> None:
     run, (child, grandchild) = _started(tmp_path)
     os.kill(run.pid, signal.SIGINT)
     assert run.wait(timeout=60) == 128 + signal.SIGINT
-    time.sleep(0.2)
-    assert not _alive(child) and not _alive(grandchild)
+    assert _ended(child, grandchild)
