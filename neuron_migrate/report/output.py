@@ -67,10 +67,35 @@ class Sink:
         try:
             self._file.close()
             if kind is None:
+                # mkstemp made it 0600: give it the mode a plain open would, as other tools'
+                # reports have (an existing report's own; a new one's from the umask).
+                os.chmod(self._temporary, _mode_for(self._path))
                 os.replace(self._temporary, self._path)
         finally:
             if os.path.exists(self._temporary):
                 os.unlink(self._temporary)
+
+
+def _mode_for(path: Path) -> int:
+    """The mode of the file at `path`, or the one a new file gets under the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it where the system says it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no other way: set and restore it at once
+    os.umask(mask)
+    return mask
 
 
 def _write_stdout(chunks: Iterable[Chunk]) -> None:
