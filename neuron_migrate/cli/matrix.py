@@ -224,7 +224,8 @@ def matrix_diff(
     from neuron_migrate.matrix import diff_matrices, load_matrix, resolve_version
 
     fmt = _check_format(fmt)
-    a, b = load_matrix(resolve_version(v1)), load_matrix(resolve_version(v2))
+    a = load_matrix(resolve_version(v1, given_as="version"))
+    b = load_matrix(resolve_version(v2, given_as="version"))
     diff = diff_matrices(a, b)
     if fmt == "json":
         _emit_json(diff.to_dict())
@@ -325,7 +326,7 @@ def matrix_import(
     from neuron_migrate.matrix.import_evidence import default_output, import_file
     from neuron_migrate.matrix.stats import matrix_stats as compute
 
-    base_matrix = load_matrix(resolve_version(base))
+    base_matrix = load_matrix(resolve_version(base, given_as="--base"))
     version, text = import_file(
         file,
         base=_matrix_file(base_matrix.version),

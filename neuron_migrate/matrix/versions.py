@@ -27,8 +27,9 @@ def newest_version() -> str:
     return versions[-1]
 
 
-def resolve_version(version: str | None) -> str:
-    """A bundled version for ``version``: exact, or a unique prefix (``2.14`` -> ``2.14.3.0``)."""
+def resolve_version(version: str | None, given_as: str = "--target") -> str:
+    """A bundled version for ``version``: exact, or a unique prefix (``2.14`` -> ``2.14.3.0``).
+    ``given_as`` is how the user gave it, which an unknown version's error names."""
     versions = available_versions()
     if version is None:
         return newest_version()
@@ -37,4 +38,4 @@ def resolve_version(version: str | None) -> str:
     matches = [v for v in versions if v.startswith(version + ".")]
     if len(matches) == 1:
         return matches[0]
-    raise UnknownTargetError(f"unknown --target {version}: available {', '.join(versions)}")
+    raise UnknownTargetError(f"unknown {given_as} {version}: available {', '.join(versions)}")

@@ -141,10 +141,9 @@ def _check_target(fields: "_Fields", target: str) -> None:
     from neuron_migrate.matrix import resolve_version
 
     try:
-        resolve_version(target)
+        resolve_version(target, given_as="version")
     except NeuronMigrateError as exc:
-        problem = str(exc).replace("unknown --target", "unknown version")
-        raise fields.fail("target", problem) from None
+        raise fields.fail("target", str(exc)) from None
 
 
 class _Fields:

@@ -113,3 +113,11 @@ def test_stats_counts_entries_by_status_and_evidence_kind():
     text = run("stats", "--target", "2.14")
     assert text.exit_code == 0, text.stderr
     assert "listed ops by evidence kind" in text.stdout and "released" in text.stdout
+
+
+@pytest.mark.parametrize("words", [["2.13", "9.9"], ["9.9", "2.13"]])
+def test_diff_names_the_unknown_version_without_a_target_option(words: list[str]) -> None:
+    result = invoke(["matrix", "diff", *words])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: unknown version 9.9: available ")
+    assert "--target" not in result.stderr
