@@ -86,7 +86,13 @@ def run_demo(
     console.print(Rule("3. run: the migrated code on the simulated neuron device"))
     command = ["python", "train.py", "--steps", str(steps), "--log-every", "1"]
     console.print(f"$ neuron-migrate run -- {' '.join(command)}   (in {tree})")
-    result = runner.run(command, scan.target, capture_output=True, cwd=tree)
+    # What the sample writes to the temporary folder (the MLP's weights, compiler caches) goes
+    # to the demo's own folder, removed with it, never to a fixed name in the shared one.
+    own_tmp = workdir / "tmp"
+    own_tmp.mkdir()
+    result = runner.run(
+        command, scan.target, capture_output=True, cwd=tree, extra_env={"TMPDIR": str(own_tmp)}
+    )
     console.print(escape(result.output.rstrip()), highlight=False)
     for line in runner.summary_lines(result.trace):
         console.print(escape(line), highlight=False)

@@ -48,9 +48,11 @@ def run(
     capture_output: bool = False,
     stdout_to_stderr: bool = False,
     cwd: Path | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run `command` under the simulated device for `target` (None: newest matrix), in `cwd`
-    (default: the current folder), which is also what trace locations are shown relative to.
+    (default: the current folder), which is also what trace locations are shown relative to;
+    `extra_env` is added to its environment.
 
     With `capture_output`, the command's stdout is returned instead of shown (stderr is shown);
     with `stdout_to_stderr`, it is shown on stderr, leaving stdout to a report.
@@ -60,6 +62,7 @@ def run(
     version = load_matrix(target).version  # raises UnknownTargetError for a bad --target
     workdir = cwd or Path.cwd()
     argv, env = prepare(command, version, workdir)
+    env.update(extra_env or {})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-run-") as trace_dir:
         env[TRACE_DIR_ENV] = trace_dir

@@ -34,7 +34,12 @@ def _check(proc: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_demo_from_the_checkout(tmp_path: Path) -> None:
-    _check(_demo(dict(os.environ), tmp_path))
+    # The shared temporary folder is left as it was: the demo and the sample it runs (which
+    # saves its weights to `tempfile.gettempdir()`) write in a folder of the demo's own.
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    _check(_demo({**os.environ, "TMPDIR": str(shared)}, tmp_path))
+    assert sorted(p.name for p in shared.iterdir()) == []
 
 
 def test_demo_from_an_installed_wheel(tmp_path: Path) -> None:
