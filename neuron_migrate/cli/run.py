@@ -48,7 +48,11 @@ def run(
     """
     from neuron_migrate.verify import runner  # subprocess and tempfile load only for `run`
 
-    result = runner.run(list(command or ()), target)
+    words = list(command or ())
+    note = runner.interpreter_note(words)
+    if note is not None and not quiet:
+        print(note, file=sys.stderr)
+    result = runner.run(words, target)
     if trace is not None:
         runner.write_trace(result.trace, trace)
     if not quiet:

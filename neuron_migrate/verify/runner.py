@@ -96,6 +96,28 @@ def prepare(
     return resolve_argv(command, env["PATH"], cwd or Path.cwd()), env
 
 
+def interpreter_note(command: Sequence[str], user_path: str | None = None) -> str | None:
+    """A line for stderr when `command` names a program (`python`, `pytest`, `torchrun`) that
+    `run` starts from the tool's own environment (`prepare` puts it first on PATH) while the
+    user's PATH (`user_path`, default: this process's) would find another one, or none."""
+    if not command or command[0].endswith(".py") or os.sep in command[0]:
+        return None
+    name = command[0]
+    ours = os.path.dirname(sys.executable)
+    if name not in _PYTHON_NAMES and shutil.which(name, path=ours) is None:
+        return None  # not in our environment: found on the user's PATH, as they expect
+    path = os.environ.get("PATH", "") if user_path is None else user_path
+    theirs = shutil.which(name, path=path)
+    if theirs is not None and os.path.dirname(os.path.abspath(theirs)) == ours:
+        return None
+    runs = sys.executable if name in _PYTHON_NAMES else shutil.which(name, path=ours)
+    instead = f"not {theirs}, the first on your PATH" if theirs else f"no {name} is on your PATH"
+    return (
+        f"neuron-migrate run: `{name}` is {runs}, of the environment neuron-migrate is "
+        f"installed in (where the simulated device is); {instead}"
+    )
+
+
 def resolve_argv(command: Sequence[str], path: str, cwd: Path | None = None) -> list[str]:
     first, rest = command[0], list(command[1:])
     if first.endswith(".py"):
