@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from neuron_migrate.project_files.deps import conda_dependency_hits
 from neuron_migrate.project_files.hits import Hit, indent_at, line_end, line_start, whole_lines
 from neuron_migrate.project_files.shell import INSTANCE_TYPE, VENV, Fragment, shell_hits
 
@@ -315,6 +314,8 @@ class _Reader:
         return Fragment(value, to_file, self.editable)
 
     def conda(self, node: Any, pip: bool) -> Iterator[Hit]:
+        from neuron_migrate.project_files.deps import conda_dependency_hits
+
         self.seen.add(id(node))
         if type(node).__name__ != "SequenceNode":
             yield from self.node(node, "dependencies")

@@ -16,12 +16,15 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 
-from neuron_migrate.project_files.hits import Hit, indent_at, line_start
+from neuron_migrate.project_files.hits import (
+    SUPPORTED_PYTHONS,
+    Hit,
+    canonical_name,
+    indent_at,
+    line_start,
+)
 
-# Versions a TorchNeuron wheel exists for (released docs, Neuron 2.33).
-SUPPORTED_PYTHONS = ("3.12", "3.13", "3.14")
 _OLDER_PYTHONS = ("3.8", "3.9", "3.10", "3.11")
 
 
@@ -41,7 +44,7 @@ def requirement_hits(
         marker_at = line_start(text, start)
     if indent is None:
         indent = indent_at(text, marker_at)
-    name = canonicalize_name(requirement.name)
+    name = canonical_name(requirement.name)
     spec = str(requirement.specifier)
     spec_span = _spec_span(value, requirement)
     version = (start + spec_span[0], start + spec_span[1]) if spec_span else None
@@ -291,7 +294,7 @@ def conda_dependency_hits(value: str, start: int, text: str, pip: bool) -> Itera
     found = _CONDA_SPEC.match(value.split("::")[-1].strip())
     if found is None:
         return
-    name = canonicalize_name(found["name"])
+    name = canonical_name(found["name"])
     spec = (found["spec"] or "").strip()
     marker_at = line_start(text, start)
     if name == "python" and spec:

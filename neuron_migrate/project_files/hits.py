@@ -5,7 +5,11 @@ marker comment may go, and which bytes a safe fix would remove or rename -- the 
 syntax, the rules know the meaning, so each side decides only what it can.
 """
 
+import re
 from typing import NamedTuple
+
+# Versions a TorchNeuron wheel exists for (released docs, Neuron 2.33).
+SUPPORTED_PYTHONS = ("3.12", "3.13", "3.14")
 
 
 class Hit(NamedTuple):
@@ -78,3 +82,9 @@ class Positions:
 
         index = bisect_right(self.starts, offset) - 1
         return index + 1, offset - self.starts[index]
+
+
+def canonical_name(name: str) -> str:
+    """A project name as PEP 503 compares it (`Torch_XLA` -> `torch-xla`); `packaging.utils`
+    does the same but imports the platform tags machinery with it."""
+    return re.sub(r"[-_.]+", "-", name).lower()

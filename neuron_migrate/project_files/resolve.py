@@ -2,10 +2,7 @@
 
 from typing import NamedTuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-from neuron_migrate.project_files.deps import SUPPORTED_PYTHONS
-from neuron_migrate.project_files.hits import Hit
+from neuron_migrate.project_files.hits import SUPPORTED_PYTHONS, Hit
 from neuron_migrate.project_files.readers import read_hits
 from neuron_migrate.project_files.rules import file_rules
 from neuron_migrate.ruleset.model import Rule
@@ -63,6 +60,8 @@ def resolve(text: str, kind: str, rules: tuple[Rule, ...], target: Target) -> li
 
 
 def _excludes(hit: Hit, target: Target) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         spec = SpecifierSet(hit.note)
     except InvalidSpecifier:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from neuron_migrate.project_files.hits import Hit, indent_at, line_start
+from neuron_migrate.project_files.hits import Hit, canonical_name, indent_at, line_start
 
 # Commands that run the command after them (their own options skipped).
 _WRAPPERS = frozenset(
@@ -394,7 +394,6 @@ class _Reader:
 
     def requirement(self, text: str, raw: str, word: Any, statement: Any) -> Iterator[Hit]:
         from packaging.requirements import InvalidRequirement, Requirement
-        from packaging.utils import canonicalize_name
 
         if "/" in text or text.startswith("."):
             return  # a path, a URL or a wheel file
@@ -402,7 +401,7 @@ class _Reader:
             requirement = Requirement(text)
         except InvalidRequirement:
             return
-        hit = self.hit("package", canonicalize_name(requirement.name), word, statement)
+        hit = self.hit("package", canonical_name(requirement.name), word, statement)
         spec = str(requirement.specifier)
         version = None
         found = re.search(r"(~=|==|!=|<=|>=|<|>|===)[^;]*", text.split(";", 1)[0])

@@ -189,15 +189,36 @@ def rewrite_data(
         return FileRewrite(
             path, display, source, source, error=FileError(display, reason, "internal")
         )
+    new, outcomes = result.new, result.outcomes
+    if display.endswith("setup.py"):  # its install_requires / python_requires literals too
+        new, outcomes = _setup_py_dependencies(new, outcomes, ruleset, unsafe=unsafe)
     return FileRewrite(
         path,
         display,
         result.old,
-        result.new,
+        new,
         encoding=text.encoding,
         bom=text.bom,
-        outcomes=result.outcomes,
+        outcomes=outcomes,
     )
+
+
+def _setup_py_dependencies(
+    source: str, outcomes: tuple[Outcome, ...], ruleset: RuleSet, *, unsafe: bool
+) -> tuple[str, tuple[Outcome, ...]]:
+    """The migrated setup.py with its dependency markers (and pins under --unsafe-fixes);
+    as it was if its literals cannot be read."""
+    from neuron_migrate.project_files.readers import UnreadableFile
+    from neuron_migrate.project_files.rewrite import default_target, rewrite_project_text
+
+    try:
+        deps = rewrite_project_text(
+            source, "setup-py", ruleset.rules, default_target(), unsafe=unsafe
+        )
+    except UnreadableFile:
+        return source, outcomes
+    extra = tuple(Outcome(u.code, u.line, u.api, u.status) for u in deps.uses)
+    return deps.text, outcomes + extra
 
 
 def _rewrite_notebook(

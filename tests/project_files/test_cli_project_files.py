@@ -94,3 +94,17 @@ def test_rewrite_one_diff_check_apply_and_out_dir(tmp_path: Path) -> None:
     assert (tree / "run.sh").read_text() == migrated
     assert (tree / "run.sh").stat().st_mode & 0o111  # still executable
     assert invoke(["rewrite", "--no-cache", "--check", str(tree)]).exit_code == 0
+
+
+def test_rewrite_marks_setup_py_dependencies_after_its_python(tmp_path: Path) -> None:
+    tree = tmp_path / "proj"
+    tree.mkdir()
+    (tree / "setup.py").write_text(
+        "import torch_xla.core.xla_model as xm\nfrom setuptools import setup\n\n"
+        "setup(name='t', install_requires=[\n    'torch-xla',\n])\n"
+    )
+    assert invoke(["rewrite", "--no-cache", "--apply", str(tree)]).exit_code == 0
+    text = (tree / "setup.py").read_text()
+    assert "import torch_xla" not in text  # the unused import is gone (Python rules)
+    assert "    # TODO(neuron-migrate NM810): an XLA-era package" in text
+    assert invoke(["rewrite", "--no-cache", "--check", str(tree)]).exit_code == 0
