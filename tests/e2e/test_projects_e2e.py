@@ -51,6 +51,20 @@ def _project_files_migrated(tree: Path) -> None:
             assert requirements[at - 1].startswith("# TODO(neuron-migrate NM810)")
 
 
+def _agrees(report) -> None:  # type: ignore[no-untyped-def]
+    """No contradiction (none remains on the sample projects: host-side code and overload
+    merging made them all), at least 99% agreement, and a run that failed only where the
+    report said it would."""
+    contradictions = [
+        (i.finding.path, i.finding.line, i.finding.api, i.reason)
+        for i in report.items
+        if i.verdict == "contradicted"
+    ]
+    assert contradictions == []
+    assert report.agreement is not None and report.agreement >= 0.99
+    assert report.run_failure is None
+
+
 def _run_and_verify(tree: Path, command: list[str]):  # type: ignore[no-untyped-def]
     result = runner.run(command, None, capture_output=True, cwd=tree)
     migrated = api.scan(tree, fail_on=("none",), use_cache=False)
@@ -97,8 +111,7 @@ def test_mlp_single(tmp_path: Path) -> None:
         "NM811",
     }
     _project_files_migrated(tree)
-    assert report.count("contradicted") == 0
-    assert report.agreement == 1.0
+    _agrees(report)
 
 
 def test_ddp_spawn_two_processes(tmp_path: Path) -> None:
@@ -121,7 +134,7 @@ def test_ddp_spawn_two_processes(tmp_path: Path) -> None:
     assert len(result.trace["processes"]) == 2
     assert any(op["op"].startswith("c10d::allreduce") for op in result.trace["ops"])
     _assert_training(losses, 4)
-    assert report.agreement is not None and report.agreement >= 0.8
+    _agrees(report)
 
 
 def test_transformer_modern(tmp_path: Path) -> None:
@@ -144,7 +157,7 @@ def test_transformer_modern(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     _assert_training(losses, 4)
     assert result.trace["compile"]["compiles"] >= 1
-    assert report.agreement is not None and report.agreement >= 0.8
+    _agrees(report)
 
 
 def test_mixed_status_stops_where_the_scan_said(tmp_path: Path) -> None:
@@ -165,4 +178,4 @@ def test_mixed_status_stops_where_the_scan_said(tmp_path: Path) -> None:
     assert verdicts[("torch.sort", "cpu_fallback")] == "confirmed"
     assert verdicts[("torch.linalg.qr", "cpu_fallback")] == "confirmed"
     assert verdicts[("torch.float64", "float64")] == "confirmed"
-    assert report.count("contradicted") == 0
+    _agrees(report)  # it stopped on the refusal the scan predicted: no run failure

@@ -1,0 +1,42 @@
+"""verify over the runtime fixtures: no contradiction, and a failed run is agreement only where
+the report predicted the failure."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate import api
+from neuron_migrate.verify import runner
+from neuron_migrate.verify.reconcile import gate_passed, reconcile
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "runtime"
+
+
+def _verify(tmp_path: Path, name: str):  # type: ignore[no-untyped-def]
+    shutil.copy(FIXTURES / name, tmp_path / name)
+    result = runner.run(["python", name], None, capture_output=True, cwd=tmp_path)
+    scan = api.scan(tmp_path / name, fail_on=("none",), use_cache=False)
+    return reconcile(scan, result.trace, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["train_small.py", "matrix_decisions.py"])
+def test_no_contradiction_and_only_predicted_failures(tmp_path: Path, name: str) -> None:
+    # train_small: F.cross_entropy with a class target was predicted a CPU fallback through
+    # the 2-D-target pattern merged into every call; matrix_decisions stops on the unsupported
+    # op the scan predicts.
+    report = _verify(tmp_path, name)
+    assert [i.reason for i in report.items if i.verdict == "contradicted"] == []
+    assert report.agreement is not None and report.agreement >= 0.99
+    assert report.run_failure is None and gate_passed(report, fail_on_contradiction=True)
+
+
+def test_an_error_the_report_did_not_predict_fails_verify(tmp_path: Path) -> None:
+    report = _verify(tmp_path, "raises.py")  # raises ValueError after using the device
+    assert report.exit_code == 1 and report.run_failure is not None
+    assert not gate_passed(report, fail_on_contradiction=False)
