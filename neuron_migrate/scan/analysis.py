@@ -10,10 +10,22 @@ from neuron_migrate.scan.analyzer.classify import classify_sites
 from neuron_migrate.scan.analyzer.sites import find_sites
 from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context
+from neuron_migrate.scan.time_budget import OverBudget, budget_s, time_budget
 
 
 def analyze_source(text: str, display: str, context: Context) -> FileResult:
-    """Findings for one decoded file. Never raises for bad input."""
+    """Findings for one decoded file, within the per-file time budget (`scan.time_budget`).
+    Never raises for bad input."""
+    limit = budget_s()
+    try:
+        with time_budget(limit):
+            return _analyzed(text, display, context)
+    except OverBudget:
+        reason = f"took more than {limit:g} s to analyze (NEURON_MIGRATE_FILE_BUDGET_S)"
+        return FileResult(display, error=FileError(display, reason, "timeout"))
+
+
+def _analyzed(text: str, display: str, context: Context) -> FileResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # invalid escapes in user code
@@ -29,6 +41,8 @@ def analyze_source(text: str, display: str, context: Context) -> FileResult:
         return FileResult(
             display, error=FileError(display, "too deeply nested to analyze", "internal")
         )
+    except OverBudget:
+        raise
     except Exception as exc:  # a bug of ours: report it for this file, keep going
         reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
         return FileResult(display, error=FileError(display, reason, "internal"))

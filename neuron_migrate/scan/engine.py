@@ -130,6 +130,12 @@ def _pool(jobs: int, context: Context) -> "ProcessPoolExecutor":
     )
 
 
+def _kept(cache: ResultStore, key: str, result: ScannedFile) -> None:
+    """Cache `result`, unless it is a file that ran out of time (a slower moment's verdict)."""
+    if result.error is None or result.error.kind != "timeout":
+        cache.put(key, result)
+
+
 def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -191,7 +197,7 @@ def scan_files(
             if done is None:
                 assert job is not None
                 done = _analyze_bytes(*job, settings.context())
-                cache.put(key, done)
+                _kept(cache, key, done)
             yield finish(done)
     else:
         yield from _scan_in_pool(prepared(), settings, jobs, cache, finish)
@@ -328,7 +334,7 @@ def _scan_in_pool(
                     assert owner.future is not None
                     owner.results = owner.future.result()
             result = owner.results[index]
-            cache.put(key, result)
+            _kept(cache, key, result)
             yield finish(result)
 
     try:

@@ -89,7 +89,7 @@ class Finding(NamedTuple):
 class FileError(NamedTuple):
     path: str
     reason: str  # one line: "syntax error at line 3: ...", "not UTF-8", ...
-    kind: str  # syntax | encoding | binary | unreadable | too_large | loop | internal
+    kind: str  # syntax | encoding | binary | unreadable | too_large | loop | internal | timeout
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -101,6 +101,27 @@ def fingerprint(path: str, code: str, api: str, snippet: str, occurrence: int) -
     number."""
     key = "\x1f".join((path, code, api, " ".join(snippet.split()), str(occurrence)))
     return sha256(key.encode()).hexdigest()[:20]
+
+
+class Fingerprints:
+    """`fingerprint` for many findings of one file, each costing as much as its own fields and
+    not its line's length: a line is normalised once, and the hash of the fields that one
+    (code, API, line) share is taken once and copied for each occurrence. The same digests."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._prefixes: dict[tuple[str, str, str], Any] = {}
+
+    def of(self, code: str, api: str, normalised: str, occurrence: int) -> str:
+        """The fingerprint, `normalised` being `" ".join(snippet.split())`."""
+        key = (code, api, normalised)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            text = "\x1f".join((self.path, code, api, normalised)) + "\x1f"
+            prefix = self._prefixes[key] = sha256(text.encode())
+        digest = prefix.copy()
+        digest.update(str(occurrence).encode())
+        return str(digest.hexdigest()[:20])
 
 
 class FileResult(NamedTuple):

@@ -22,7 +22,7 @@ FAIL_ON: dict[str, frozenset[str]] = {
 # xla in it (or whose bytes were never read) may hide findings. A binary file or a symlink
 # loop is no source, and fails nothing.
 ERROR_STATUS = "error"
-HIDING_ERRORS = frozenset({"syntax", "encoding", "unreadable", "too_large", "internal"})
+HIDING_ERRORS = frozenset({"syntax", "encoding", "unreadable", "too_large", "internal", "timeout"})
 DEFAULT_FAIL_ON = ("unsupported",)
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
-from neuron_migrate.scan.findings import Finding, fingerprint
+from neuron_migrate.scan.findings import Finding, Fingerprints
 from neuron_migrate.scan.scan_data import Context
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
@@ -84,6 +84,17 @@ class _Classifier:
         # How often each (code, api, normalised line) was seen so far: the fingerprint's
         # occurrence number, stamped as each finding is made (findings are made in site order).
         self.seen: Counter[tuple[str, str, str]] = Counter()
+        # Each line normalised once (a minified line may hold thousands of findings).
+        self.normalised_lines: dict[int, str] = {}
+        self.fingerprints = Fingerprints(path)
+
+    def _normalised(self, line: int) -> str:
+        """The line's text with its runs of whitespace as one space: what fingerprints hold."""
+        found = self.normalised_lines.get(line)
+        if found is None:
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            found = self.normalised_lines[line] = " ".join(text.split())
+        return found
 
     # -- building findings ----------------------------------------------------------------
 
@@ -101,10 +112,11 @@ class _Classifier:
         fixable: bool = False,
         confidence: str = "high",
     ) -> None:
-        snippet = self.lines[site.line - 1].strip() if site.line - 1 < len(self.lines) else ""
-        key = (rule.code, api, " ".join(snippet.split()))
+        normalised = self._normalised(site.line)
+        key = (rule.code, api, normalised)
         occurrence = self.seen[key]
         self.seen[key] = occurrence + 1
+        snippet = bounded_snippet(self.lines, site.line, site.col)
         self.out.findings.append(
             Finding(
                 code=rule.code,
@@ -123,7 +135,7 @@ class _Classifier:
                 fixable=fixable,
                 confidence=confidence,  # type: ignore[arg-type]
                 snippet=snippet,
-                fingerprint=fingerprint(self.path, rule.code, api, snippet, occurrence),
+                fingerprint=self.fingerprints.of(rule.code, api, normalised, occurrence),
             )
         )
 
@@ -385,6 +397,22 @@ class _Classifier:
                 message=f"torch.compile(mode={mode}) has no effect on the neuron backend: only "
                 f"{', '.join(compile_rules.modes_with_effect)} [{compile_rules.source}]",
             )
+
+
+# A finding's snippet: its line, stripped; of a longer line, this many characters around it.
+SNIPPET_CHARS = 160
+
+
+def bounded_snippet(lines: list[str], line: int, col: int) -> str:
+    """The finding's line, stripped, or of a line longer than SNIPPET_CHARS the part around
+    `col` with `…` where it is cut: a report's size follows its findings, not its lines."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    stripped = text.strip()
+    if len(stripped) <= SNIPPET_CHARS:
+        return stripped
+    start = max(0, min(col - SNIPPET_CHARS // 4, len(text) - SNIPPET_CHARS))
+    part = text[start : start + SNIPPET_CHARS].strip()
+    return ("…" if start > 0 else "") + part + ("…" if start + SNIPPET_CHARS < len(text) else "")
 
 
 def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> FileClassification:
