@@ -22,6 +22,8 @@ _SHELL_KEYS = frozenset(
 )
 # Keys whose value is a command: one string (shell) or a list (an argv).
 _ARGV_KEYS = frozenset({"command", "args", "entrypoint", "Command", "Args", "Entrypoint"})
+_PYTHON_VERSION_KEYS = frozenset({"python-version", "python_version", "python"})
+_PYTHON_VERSION = re.compile(r"^3\.\d+(\.\d+)?$")
 _IMAGE_KEYS = frozenset({"image", "Image", "ImageUri", "TrainingImage", "image_uri", "imageUri"})
 
 
@@ -115,6 +117,9 @@ class _Reader:
             if key in _SHELL_KEYS or key in _ARGV_KEYS:
                 argv = key in _ARGV_KEYS and not (shell_args and key in ("args", "Args"))
                 yield from self.command(value, argv=argv)
+                continue
+            if key in _PYTHON_VERSION_KEYS:  # setup-python, a CI matrix
+                yield from self.python_versions(value)
                 continue
             if key in _IMAGE_KEYS and type(value).__name__ == "ScalarNode":
                 self.seen.add(id(value))
@@ -312,6 +317,26 @@ class _Reader:
             return file_at + (o - base)
 
         return Fragment(value, to_file, self.editable)
+
+    def python_versions(self, node: Any) -> Iterator[Hit]:
+        """`python-version: "3.10"` or a list of them: a Python the job runs on."""
+        from neuron_migrate.project_files.deps import python_hit
+
+        kind = type(node).__name__
+        items = node.value if kind == "SequenceNode" else [node]
+        self.seen.add(id(node))
+        for item in items:
+            if type(item).__name__ != "ScalarNode":
+                continue
+            self.seen.add(id(item))
+            value = str(item.value)
+            start = self.value_start(item)
+            if not _PYTHON_VERSION.match(value) or start is None:
+                continue
+            marker_at = self.marker_for(item)
+            hit = python_hit(f"=={value}.*", start, start + len(value), self.text, marker_at)
+            if hit is not None:
+                yield hit._replace(indent=self.indent(marker_at), detail=value)
 
     def conda(self, node: Any, pip: bool) -> Iterator[Hit]:
         from neuron_migrate.project_files.deps import conda_dependency_hits

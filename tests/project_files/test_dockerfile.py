@@ -8,7 +8,7 @@ NM702 = (
 )
 DOCKERFILE = """\
 # syntax=docker/dockerfile:1
-FROM --platform=linux/amd64 ubuntu:24.04 AS build
+FROM --platform=linux/amd64 ubuntu:26.04 AS build
 ENV A="x \\"y\\"" PJRT_DEVICE=NEURON
 ENV XLA_IR_DEBUG 1
 RUN pip install -r requirements.txt \\
@@ -37,7 +37,7 @@ def test_what_is_found_where() -> None:
 def test_the_rewrite_edits_values_runs_and_heredocs_in_place() -> None:
     assert rewritten(DOCKERFILE, "dockerfile") == (
         "# syntax=docker/dockerfile:1\n"
-        "FROM --platform=linux/amd64 ubuntu:24.04 AS build\n"
+        "FROM --platform=linux/amd64 ubuntu:26.04 AS build\n"
         'ENV A="x \\"y\\""\n' + NM702 + "RUN pip install -r requirements.txt \\\n"
         "    # a comment inside the continuation\n"
         "    && export XLA_USE_BF16=1 && python warm.py\n"
