@@ -71,8 +71,15 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
     }
     if is_op_name(name):
         verdict = matrix.op_status(name)
-        listed = matrix.is_listed(verdict.op)
-        note = "listed in the matrix" if listed else "not listed exactly"
+        if matrix.is_listed(verdict.op):
+            note = "listed in the matrix"
+        elif verdict == matrix.default._replace(op=verdict.op):
+            note = (
+                f"{verdict.op} is unknown to the matrix (no entry names it or its base op): "
+                f"the default for unlisted ops gives it {verdict.status}"
+            )
+        else:
+            note = f"not listed exactly: {verdict.note}"
         return NameReport(
             **base, kind="op", status=verdict.status, kind_note=note, ops=[_op(matrix, verdict)]
         )

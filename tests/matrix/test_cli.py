@@ -121,3 +121,20 @@ def test_diff_names_the_unknown_version_without_a_target_option(words: list[str]
     assert result.exit_code == 2
     assert result.stderr.startswith("error: unknown version 9.9: available ")
     assert "--target" not in result.stderr
+
+
+def test_show_says_an_op_is_unknown_to_the_matrix_and_what_the_default_gives_it() -> None:
+    from neuron_migrate.matrix import available_versions, load_matrix
+
+    result = invoke(["matrix", "show", "aten::nonexistent_op"])
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for version in available_versions():
+        default = load_matrix(version).default.status
+        assert (
+            f"{version} (torch {load_matrix(version).torch_version}): aten::nonexistent_op -> "
+            f"{default} aten::nonexistent_op is unknown to the matrix (no entry names it or its "
+            f"base op): the default for unlisted ops gives it {default}"
+        ) in text
+    # A listed op, and an overload that takes its base op's status, are not called unknown.
+    assert "unknown to the matrix" not in invoke(["matrix", "show", "aten::sort"]).stdout
