@@ -22,6 +22,7 @@ from neuron_migrate.cli.options import (
     checked_jobs,
     option,
 )
+from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:
@@ -123,6 +124,14 @@ def rewrite(
     ] = None,
     no_cache: NoCacheOption = False,
     cache_dir: CacheDirOption = None,
+    progress: Annotated[
+        bool | None,
+        option(
+            "--progress/--no-progress",
+            help="Progress bar on stderr (default: when a terminal, and the diff is not "
+            "printed on the same terminal).",
+        ),
+    ] = None,
 ) -> int:
     """Rewrite torch_xla code for the native neuron device (shows a diff unless --apply)."""
     checked_choice(output_format, FORMATS)
@@ -153,19 +162,23 @@ def rewrite(
     # Printing a diff: each one is made in the worker that rewrote the file.
     diffs = not apply and out_dir is None and output_format == "diff"
     cache = NoRewriteCache() if no_cache else open_store(cache_dir)
+    # A diff printed on the terminal is itself the progress; a bar would be drawn through it.
+    if progress is None:
+        progress = sys.stderr.isatty() and not (diffs and sys.stdout.isatty())
     try:
-        files = rewrite_tree(
-            root,
-            unsafe=unsafe_fixes,
-            exclude=tuple(exclude or ()),
-            jobs=workers,
-            diffs=diffs,
-            cache=cache,
-            config=config,
-        )
-        results = _written(
-            files, summary, _Where(root, apply, out_dir, output_format, write_read_only), colour
-        )
+        with progress_bar(progress, "rewriting") as on_progress:
+            files = rewrite_tree(
+                root,
+                unsafe=unsafe_fixes,
+                exclude=tuple(exclude or ()),
+                jobs=workers,
+                diffs=diffs,
+                cache=cache,
+                config=config,
+                on_progress=on_progress,
+            )
+            where = _Where(root, apply, out_dir, output_format, write_read_only)
+            results = _written(files, summary, where, colour)
     finally:
         cache.close()
     if output_format == "json":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,12 +20,11 @@ from neuron_migrate.cli.options import (
     split_values,
     stderr_console,
 )
+from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
 from neuron_migrate.report.formats import FORMATS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-
     import typer
 
     from neuron_migrate.api import ScanReport
@@ -267,29 +265,6 @@ def _scan(
         )
     emit_report(report, output_format, output, show_native=show_native)
     return 0 if report.passed else 1
-
-
-@contextmanager
-def progress_bar(show: bool, doing: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr while the block runs, `doing` (scanning, rewriting) at its
-    left; rich loads only when one is drawn. Shared with `rewrite`."""
-    if not show:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    console = Console(stderr=True, force_terminal=True)
-    columns = (TextColumn(doing), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("scan", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def emit_report(

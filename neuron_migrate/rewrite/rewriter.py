@@ -9,7 +9,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -304,10 +304,12 @@ def rewrite_tree(
     diffs: bool = False,
     cache: Cache | None = None,
     config: "Config | None" = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[FileRewrite]:
     """Every discovered file migrated, in discovery order (`rewrite_sources`). `config`: the
     project's `[tool.neuron-migrate]` (`project.config.resolve_config`), whose `exclude` a
-    rewrite honours as a scan does: one configuration for every command."""
+    rewrite honours as a scan does: one configuration for every command. `on_progress(done,
+    total)` is called once the files are found, then after each result."""
     found = list(discover(root, exclude, notebooks=True, project_files=True))
     if config is not None:
         from neuron_migrate.project.config import make_policy
@@ -315,7 +317,14 @@ def rewrite_tree(
         policy = make_policy(config, root if root.is_dir() else root.parent)
         found = [s for s in found if not policy.excluded(s.display)]
     sources = [(s.path, s.display) for s in found]
-    yield from rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
+    results = rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
+    if on_progress is None:
+        yield from results
+        return
+    on_progress(0, len(sources))
+    for done, result in enumerate(results, 1):
+        yield result
+        on_progress(done, len(sources))
 
 
 def rewrite_sources(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import py_compile
 import shutil
 from pathlib import Path
@@ -123,3 +124,15 @@ def test_apply_and_out_dir_together_is_a_usage_error(project, tmp_path):
     result = run(str(project), "--apply", "--out-dir", str(tmp_path / "o"))
     assert result.exit_code == 2
     assert "--apply and --out-dir are exclusive" in result.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_progress_is_drawn_on_request_and_leaves_stdout_alone(project, jobs):
+    python_files = sum(1 for p in project.rglob("*.py"))
+    quiet = run("--no-cache", "-j", jobs, str(project))
+    shown = run("--no-cache", "-j", jobs, "--progress", str(project))
+    assert shown.stdout == quiet.stdout  # the diff, untouched by the bar
+    bar = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.stderr)  # the bar's colours and moves
+    assert "rewriting" in bar and "rewriting" not in quiet.stderr
+    assert f"{python_files}/{python_files}" in bar
+    assert "rewriting" not in run("--no-cache", "--no-progress", "--check", str(project)).stderr
