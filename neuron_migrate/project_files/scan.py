@@ -6,7 +6,13 @@ from neuron_migrate.project_files.hits import Positions
 from neuron_migrate.project_files.readers import UnreadableFile
 from neuron_migrate.project_files.resolve import Target, resolve
 from neuron_migrate.ruleset.model import Rule
-from neuron_migrate.scan.findings import FileError, FileResult, Finding, fingerprint
+from neuron_migrate.scan.findings import (
+    FileError,
+    FileResult,
+    Finding,
+    Fingerprints,
+    bounded_snippet,
+)
 from neuron_migrate.scan.scan_data import Context
 
 
@@ -34,14 +40,19 @@ def scan_project_file(
     positions = Positions(text)
     lines = text.splitlines()
     seen: Counter[tuple[str, str, str]] = Counter()
+    normalised_lines: dict[int, str] = {}  # each line once: a minified JSON line is one line
+    fingerprints = Fingerprints(display)
     findings = []
     for item in sorted(resolved, key=lambda r: (r.hit.start, r.rule.code)):
         hit, rule = item.hit, item.rule
         assert rule.files is not None
         line, col = positions.of(hit.start)
         end_line, end_col = positions.of(max(hit.end, hit.start))
-        snippet = lines[line - 1].strip() if line - 1 < len(lines) else ""
-        key = (rule.code, item.api, " ".join(snippet.split()))
+        normalised = normalised_lines.get(line)
+        if normalised is None:
+            raw = lines[line - 1] if line - 1 < len(lines) else ""
+            normalised = normalised_lines[line] = " ".join(raw.split())
+        key = (rule.code, item.api, normalised)
         occurrence = seen[key]
         seen[key] = occurrence + 1
         status = rule.files.status
@@ -60,8 +71,8 @@ def scan_project_file(
                 message=item.message,
                 replacement=rule.replacement,
                 fixable=_fixable(item.hit, rule),
-                snippet=snippet,
-                fingerprint=fingerprint(display, rule.code, item.api, snippet, occurrence),
+                snippet=bounded_snippet(lines, line, col),
+                fingerprint=fingerprints.of(rule.code, item.api, normalised, occurrence),
             )
         )
     return FileResult(display, findings=tuple(findings))

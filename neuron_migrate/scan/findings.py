@@ -124,6 +124,22 @@ class Fingerprints:
         return str(digest.hexdigest()[:20])
 
 
+# A finding's snippet: its line, stripped; of a longer line, this many characters around it.
+SNIPPET_CHARS = 160
+
+
+def bounded_snippet(lines: list[str], line: int, col: int) -> str:
+    """The finding's line, stripped, or of a line longer than SNIPPET_CHARS the part around
+    `col` with `…` where it is cut: a report's size follows its findings, not its lines."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    stripped = text.strip()
+    if len(stripped) <= SNIPPET_CHARS:
+        return stripped
+    start = max(0, min(col - SNIPPET_CHARS // 4, len(text) - SNIPPET_CHARS))
+    part = text[start : start + SNIPPET_CHARS].strip()
+    return ("…" if start > 0 else "") + part + ("…" if start + SNIPPET_CHARS < len(text) else "")
+
+
 class FileResult(NamedTuple):
     """What the analyzer learned from one file."""
 

@@ -108,3 +108,11 @@ def test_kubernetes_command_and_args_split_a_shell_script() -> None:
     found = [(f.code, f.line, f.col) for f in findings(text, "yaml")]
     assert found == [("NM701", 6, 15), ("NM420", 7, 8), ("NM422", 7, 32)]
     assert "export PJRT_DEVICE" not in rewritten(text, "yaml")
+
+
+def test_a_minified_line_gives_bounded_snippets() -> None:
+    entries = ", ".join(f'"K{i}": "{i}"' for i in range(400))
+    text = '{"env": {' + entries + ', "PJRT_DEVICE": "NEURON"}}\n'
+    (finding,) = findings(text, "json")
+    assert finding.code == "NM701" and finding.col == text.index('"PJRT_DEVICE"')
+    assert len(finding.snippet) < 200 and "PJRT_DEVICE" in finding.snippet

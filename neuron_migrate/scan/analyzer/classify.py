@@ -11,7 +11,7 @@ from collections import Counter
 from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
-from neuron_migrate.scan.findings import Finding, Fingerprints
+from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
@@ -397,22 +397,6 @@ class _Classifier:
                 message=f"torch.compile(mode={mode}) has no effect on the neuron backend: only "
                 f"{', '.join(compile_rules.modes_with_effect)} [{compile_rules.source}]",
             )
-
-
-# A finding's snippet: its line, stripped; of a longer line, this many characters around it.
-SNIPPET_CHARS = 160
-
-
-def bounded_snippet(lines: list[str], line: int, col: int) -> str:
-    """The finding's line, stripped, or of a line longer than SNIPPET_CHARS the part around
-    `col` with `…` where it is cut: a report's size follows its findings, not its lines."""
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    stripped = text.strip()
-    if len(stripped) <= SNIPPET_CHARS:
-        return stripped
-    start = max(0, min(col - SNIPPET_CHARS // 4, len(text) - SNIPPET_CHARS))
-    part = text[start : start + SNIPPET_CHARS].strip()
-    return ("…" if start > 0 else "") + part + ("…" if start + SNIPPET_CHARS < len(text) else "")
 
 
 def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> FileClassification:
