@@ -214,18 +214,22 @@ def _print_report(console: Console, r: NameReport) -> None:
 
 @group.command("diff")
 def matrix_diff(
-    v1: Annotated[str, argument("V1", "Older torch-neuronx version, e.g. 2.13.3.0.")],
-    v2: Annotated[str, argument("V2", "Newer torch-neuronx version, e.g. 2.14.3.0.")],
+    v1: Annotated[str, argument("V1", "Older torch-neuronx version (2.13.3.0), or a matrix file.")],
+    v2: Annotated[
+        str, argument("V2", "Newer version, or a matrix file (what `matrix import -o` wrote).")
+    ],
     fmt: FormatOption = "text",
 ) -> int:
-    """What differs between two matrix versions: op statuses, listings and rules."""
+    """What differs between two matrices: op statuses, listings, evidence and rules."""
+    from collections import Counter
+
     from rich.table import Table
 
-    from neuron_migrate.matrix import diff_matrices, load_matrix, resolve_version
+    from neuron_migrate.matrix import diff_matrices
+    from neuron_migrate.matrix.loader import load_named
 
     fmt = _check_format(fmt)
-    a = load_matrix(resolve_version(v1, given_as="version"))
-    b = load_matrix(resolve_version(v2, given_as="version"))
+    a, b = load_named(v1, given_as="version"), load_named(v2, given_as="version")
     diff = diff_matrices(a, b)
     if fmt == "json":
         _emit_json(diff.to_dict())
@@ -257,6 +261,12 @@ def matrix_diff(
         console.print(table)
     if not (diff.changed or diff.added or diff.removed):
         console.print("No op status differences.")
+    if diff.evidence_changed:
+        moved = Counter(c.b_source for c in diff.evidence_changed)
+        console.print(
+            f"Ops with the same status on other evidence ({len(diff.evidence_changed)}): "
+            + ", ".join(f"{n} now {key}" for key, n in sorted(moved.items()))
+        )
     return 0
 
 

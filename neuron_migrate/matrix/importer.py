@@ -82,6 +82,10 @@ def read_torch_ops() -> tuple[str, TorchOps]:
     import torch
     import torch.distributed
 
+    # Registers the rest of the functional collectives (_c10d_functional::_wrap_tensor_autograd,
+    # which DTensor calls): without it the op universe would depend on what was imported before.
+    import torch.distributed._functional_collectives
+
     c = torch._C
     names = {n for n in c._dispatch_get_all_op_names() if n.split("::")[0] in ("aten", "c10d")}
     names |= {n for n in c._dispatch_get_all_op_names() if n.startswith("_c10d_functional::")}

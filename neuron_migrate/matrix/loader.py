@@ -59,6 +59,15 @@ def load_matrix(version: str | None = None, *, path: Path | None = None) -> Matr
     return cached
 
 
+def load_named(name: str, given_as: str = "--target") -> Matrix:
+    """A bundled version (``2.14``, ``2.14.3.0``) or, when `name` is a matrix file that exists
+    (what `matrix import -o FILE` wrote), that file."""
+    path = Path(name)
+    if name.endswith((".yaml", ".yml")) and path.is_file():
+        return load_matrix(path=path)
+    return load_matrix(resolve_version(name, given_as=given_as))
+
+
 def clear_cache() -> None:
     with _lock:
         _cache.clear()

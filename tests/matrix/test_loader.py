@@ -55,3 +55,11 @@ def test_load_from_path(write_matrix, valid_doc):
     m = load_matrix(path=write_matrix(valid_doc))
     assert m.version == "9.1.0.0"
     assert m.op_status("aten::_fft_r2c").note == "complex"
+
+
+def test_load_named_takes_a_version_or_a_matrix_file(write_matrix, valid_doc):
+    from neuron_migrate.matrix.loader import load_named
+
+    assert load_named("2.14").version == "2.14.3.0"
+    path = write_matrix(valid_doc)
+    assert load_named(str(path)).version == "9.1.0.0"
