@@ -114,6 +114,7 @@ class Placer:
         self.default_device = False  # torch.set_default_device: factories may make device tensors
         self._names: dict[int, str] = {}  # by id of a loaded Name
         self._busy: set[int] = set()
+        self._classes: dict[int, dict[str, list[ast.expr]]] | None = None  # self.NAME values
 
     def runs_on(self, call: ast.Call) -> str:
         """Where a call's own op runs: a factory where it makes its tensor, a method where
@@ -171,16 +172,7 @@ class Placer:
         cls = self._enclosing_class(node)
         if cls is None:
             return UNKNOWN
-        values = [
-            statement.value
-            for statement in ast.walk(cls)
-            if isinstance(statement, ast.Assign)
-            for target in statement.targets
-            if isinstance(target, ast.Attribute)
-            and target.attr == node.attr
-            and isinstance(target.value, ast.Name)
-            and target.value.id == "self"
-        ]
+        values = self._self_assignments(cls).get(node.attr)
         if not values:
             return UNKNOWN
         self._busy.add(key)
@@ -191,6 +183,26 @@ class Placer:
             return UNKNOWN if out == NONE else out
         finally:
             self._busy.discard(key)
+
+    def _self_assignments(self, cls: ast.ClassDef) -> dict[str, list[ast.expr]]:
+        """`self.NAME = value` in a class's methods, by NAME (all classes indexed at once, from
+        the assignments the name model's walk collected)."""
+        if self._classes is None:
+            self._classes = {}
+            for node, _ in self.model.idiom_nodes:
+                if type(node) is not ast.Assign:
+                    continue
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        owner = self._enclosing_class(node)
+                        if owner is not None:
+                            by_name = self._classes.setdefault(id(owner), {})
+                            by_name.setdefault(target.attr, []).append(node.value)
+        return self._classes.get(id(cls), {})
 
     def _enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
         parents = self.model.parents
