@@ -268,8 +268,12 @@ class _Reader:
 
     def declaration(self, node: Any) -> Iterator[Hit]:
         keyword = node.children[0].type if node.children else ""
-        if keyword != "export":
-            return
+        flags = [self.raw(c) for c in node.children if c.type == "word"]
+        exported = keyword == "export" or (
+            keyword in ("declare", "typeset") and any(f.startswith("-") and "x" in f for f in flags)
+        )
+        if not exported:
+            return  # a shell variable (`local`, `readonly`, plain `declare`): not the environment
         names = [c for c in node.children if c.type in ("variable_assignment", "variable_name")]
         for child in names:
             drop = self.line_drop(node) if len(names) == 1 else self.spaced_drop(child)

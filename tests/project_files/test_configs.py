@@ -116,3 +116,13 @@ def test_a_minified_line_gives_bounded_snippets() -> None:
     (finding,) = findings(text, "json")
     assert finding.code == "NM701" and finding.col == text.index('"PJRT_DEVICE"')
     assert len(finding.snippet) < 200 and "PJRT_DEVICE" in finding.snippet
+
+
+def test_aliases_fanning_out_are_read_once() -> None:
+    # "Billion laughs": each level names the previous one nine times. Aliases are one node.
+    lines = ["a: &a [{PJRT_DEVICE: NEURON}]"]
+    for level in range(1, 12):
+        previous = "*a" if level == 1 else f"*l{level - 1}"
+        lines.append(f"l{level}: &l{level} [{', '.join([previous] * 9)}]")
+    text = "\n".join(lines) + "\n"
+    assert [(f.code, f.line) for f in findings(text, "yaml")] == [("NM701", 1)]

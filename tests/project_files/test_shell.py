@@ -113,3 +113,9 @@ def test_instance_types_in_settings_not_in_messages() -> None:
 def test_suppressions_in_shell_comments() -> None:
     text = "export XLA_USE_BF16=1  # neuron-migrate: ignore[NM702] the code casts already\n"
     assert rewritten(text, "shell") == text
+
+
+def test_declare_x_exports_and_local_does_not() -> None:
+    text = "declare -x PJRT_DEVICE=NEURON\nlocal XLA_USE_BF16=1\ntypeset -rx XLA_FLAGS=--x\n"
+    assert codes(text) == [("NM701", 1, 11), ("NM703", 3, 12)]
+    assert rewritten(text, "shell") == "local XLA_USE_BF16=1\n"
