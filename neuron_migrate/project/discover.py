@@ -92,7 +92,7 @@ def discover(
     if not root.exists() and not root.is_symlink():
         raise UsageError(f"no such file or directory: {root}")
     if root.is_file():
-        yield SourcePath(str(root), root.name)
+        yield SourcePath(str(root), shown_name(root.name))
         return
     suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
     kind_of = None
@@ -132,14 +132,32 @@ def _walk(
                 and not (exclude and _excluded(rel_dir + name, exclude))
             ):
                 yield from _walk(
-                    entry.path, rel_dir + name + "/", suffixes, exclude, folders, kind_of
+                    entry.path,
+                    rel_dir + shown_name(name) + "/",
+                    suffixes,
+                    exclude,
+                    folders,
+                    kind_of,
                 )
         elif name.endswith(suffixes) or (
             kind_of is not None and kind_of(entry.path, rel_dir + name) is not None
         ):
-            display = rel_dir + name
+            display = rel_dir + shown_name(name)
             if not (exclude and _excluded(display, exclude)):
                 yield SourcePath(entry.path, display)
+
+
+def shown_name(name: str) -> str:
+    """A file name as reports show it: as it is, or, for one whose bytes are not UTF-8 (held
+    in a `str` as surrogate escapes, which no UTF-8 report can carry), with those bytes as
+    `\\xNN`. The file is still opened by its real name (`SourcePath.path`)."""
+    if name.isascii():
+        return name
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def _path_key(entry: os.DirEntry[str]) -> str:

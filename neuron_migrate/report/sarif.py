@@ -15,6 +15,7 @@ A result whose finding `rewrite` can change carries the codemod's exact edit as 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
@@ -149,7 +150,7 @@ def _unused_rule() -> dict[str, Any]:
 
 
 def _file_location(report: ScanReport, path: str) -> dict[str, Any]:
-    return {"physicalLocation": {"artifactLocation": {"uri": repo_path(report, path)}}}
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(repo_path(report, path))}}}
 
 
 def _location(report: ScanReport, f: Finding) -> dict[str, Any]:
@@ -163,7 +164,7 @@ def _location(report: ScanReport, f: Finding) -> dict[str, Any]:
         region["snippet"] = {"text": f.snippet}
     location: dict[str, Any] = {
         "physicalLocation": {
-            "artifactLocation": {"uri": repo_path(report, f.path)},
+            "artifactLocation": {"uri": _uri(repo_path(report, f.path))},
             "region": region,
         }
     }
@@ -204,7 +205,7 @@ def _result(
     if state is not None:
         result["baselineState"] = state
     if f.fingerprint in fixes:
-        result["fixes"] = [sarif_fix(repo_path(report, f.path), fixes[f.fingerprint])]
+        result["fixes"] = [sarif_fix(_uri(repo_path(report, f.path)), fixes[f.fingerprint])]
     return result
 
 
@@ -229,7 +230,7 @@ def _unused_result(report: ScanReport, u: Suppression, index: dict[str, int]) ->
     region = {"startLine": u.line}
     location: dict[str, Any] = {
         "physicalLocation": {
-            "artifactLocation": {"uri": repo_path(report, u.path)},
+            "artifactLocation": {"uri": _uri(repo_path(report, u.path))},
             "region": region,
         }
     }
@@ -243,3 +244,9 @@ def _unused_result(report: ScanReport, u: Suppression, index: dict[str, int]) ->
         "locations": [location],
         "properties": {"kind": u.kind, "codes": list(u.codes)},
     }
+
+
+def _uri(path: str) -> str:
+    """A repository path as the relative URI reference SARIF asks for: a space, `#`, `%` or a
+    non-ASCII character percent-encoded (RFC 3986), the slashes kept."""
+    return quote(path, safe="/!$&'()*+,;=:@-._~")

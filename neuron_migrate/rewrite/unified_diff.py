@@ -17,13 +17,44 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 
 def diff_header(display: str) -> str:
     """The two lines a unified diff of `display` starts with."""
-    return f"--- a/{display}\n+++ b/{display}\n"
+    return f"--- {diff_name('a/', display)}\n+++ {diff_name('b/', display)}\n"
+
+
+# Characters git quotes in a diff's file names (`core.quotePath`), with the escapes it uses.
+_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+_ESCAPES.update({'"': '\\"', "\\": "\\\\"})
+
+
+def diff_name(prefix: str, display: str) -> str:
+    """`prefix` + `display` as a diff header names it: as it is, or, when it holds a control
+    character, a quote or a backslash, in double quotes with C escapes, as git writes it (and
+    `git apply` and `patch` read it): a newline in a name no longer ends the header line."""
+    name = prefix + display
+    if not any(ch in _ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        return name
+    quoted = "".join(
+        _ESCAPES.get(ch) or (f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch)
+        for ch in name
+    )
+    return f'"{quoted}"'
 
 
 def unified_diff(old: str, new: str, display: str) -> str:
     """The diff from `old` to `new`, both the text of `display`; empty when they are equal."""
     return "".join(
-        _marked(difflib.unified_diff(lines(old), lines(new), f"a/{display}", f"b/{display}"))
+        _marked(
+            difflib.unified_diff(
+                lines(old), lines(new), diff_name("a/", display), diff_name("b/", display)
+            )
+        )
     )
 
 
