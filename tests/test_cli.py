@@ -185,3 +185,15 @@ def test_a_profiled_scan_exits_as_usual_so_the_profile_is_written(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert profile.stat().st_size > 0
+
+
+def test_piped_tables_are_never_cut() -> None:
+    from neuron_migrate.ruleset import load_ruleset
+
+    listed = invoke(["rules", "list"])  # stdout is not a terminal here
+    assert listed.exit_code == 0 and "…" not in listed.stdout
+    rows = listed.stdout.splitlines()
+    for rule in load_ruleset().rules:  # each rule on one row, with its whole summary
+        assert any(rule.code in row and rule.summary in row for row in rows), rule.code
+    for words in (["matrix", "list"], ["matrix", "show", "torch.sort"], ["matrix", "stats"]):
+        assert "…" not in invoke(words).stdout

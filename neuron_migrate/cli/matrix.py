@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from neuron_migrate.cli.app import new_group
-from neuron_migrate.cli.options import argument, option
+from neuron_migrate.cli.options import argument, data_console, option
 from neuron_migrate.errors import UsageError
 
 # The matrix package and rich load when a matrix command runs, not with the CLI.
@@ -57,9 +57,8 @@ TargetsOption = Annotated[
 
 
 def _console() -> Console:
-    from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    return data_console(highlight=False, soft_wrap=False)
 
 
 def _check_format(fmt: str) -> str:

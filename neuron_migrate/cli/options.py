@@ -77,6 +77,24 @@ def split_values(values: list[str] | None, flag: str | None = None) -> tuple[str
     )
 
 
+# Piped (not a terminal), rich would lay tables out in 80 columns and cut what does not fit
+# (`xm.get_xla_supported_de…`): data for another program or a file is never cut, so a table
+# gets the width of its widest row.
+PIPED_WIDTH = 100_000
+
+
+def data_console(**settings: Any) -> Console:
+    """The console a command prints its tables and data on (stdout): the terminal's width on
+    a terminal; piped, as wide as the data, so that nothing is truncated or wrapped."""
+    import sys
+
+    from rich.console import Console
+
+    if not sys.stdout.isatty():
+        settings.setdefault("width", PIPED_WIDTH)
+    return Console(**settings)
+
+
 def stderr_console() -> Console:
     from rich.console import Console
 

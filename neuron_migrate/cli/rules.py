@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 from neuron_migrate.cli.app import new_group
-from neuron_migrate.cli.options import argument, checked_choice, option
+from neuron_migrate.cli.options import argument, checked_choice, data_console, option
 from neuron_migrate.errors import UsageError
 
 if TYPE_CHECKING:  # the rules and rich load when a rules command runs
@@ -41,7 +41,6 @@ def list_rules(
     ] = "table",
 ) -> int:
     """List every rule: code, name, fix safety and summary."""
-    from rich.console import Console
     from rich.table import Table
 
     from neuron_migrate.ruleset import load_ruleset
@@ -58,7 +57,7 @@ def list_rules(
     table.add_column("summary")
     for rule in rules:
         table.add_row(rule.code, rule.name, rule.fix_safety, rule.summary)
-    Console().print(table)
+    data_console().print(table)
     return 0
 
 
