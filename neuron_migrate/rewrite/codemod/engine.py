@@ -13,6 +13,7 @@ from neuron_migrate.rewrite.codemod.imports import (
     own_helpers,
 )
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
+from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.rewrite.codemod.sites_index import SiteIndex
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
@@ -50,9 +51,11 @@ def rewrite_source(
     when the output would not parse; never returns broken code."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
-    index = SiteIndex(find_sites(source, tree), ruleset)
+    sites = find_sites(source, tree)
+    index = SiteIndex(sites, ruleset)
     if not index:
         return SourceRewrite(source, source)
+    mark_refused_ops(index, source, sites, ruleset)
     text = SourceText(source)
     xla_mentions = text.occurrences("torch_xla")
     # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they

@@ -29,6 +29,8 @@ class SiteIndex:
         self.call_qualnames: dict[Span, str] = {}  # any resolved call, torch.* included
         self.imports: list[Site] = []
         self.ambiguous: list[Site] = []
+        # Torch ops the device refuses (the scan's classification): a marker, no change.
+        self.marks: dict[Span, RuledSite] = {}
         for site in sites:
             self._add(site)
 
@@ -66,13 +68,19 @@ class SiteIndex:
             return rule
         return None
 
+    def add_mark(self, site: Site, rule: Rule) -> None:
+        """A site left as it is with its rule's marker: keyed as its node is met."""
+        span = site.call_span if site.kind == "call" and site.call_span else site.span
+        if span not in self.calls and span not in self.names and span not in self.marks:
+            self.marks[span] = RuledSite(site, rule)
+
     def lines(self) -> set[int]:
         """The lines where a rule acts: the statements holding them are the codemod's to see."""
         return {span[0] for span in self.spans()}
 
     def spans(self) -> list[Span]:
         """The spans of the nodes rules act on."""
-        return [*self.calls, *self.names, *self.literals]
+        return [*self.calls, *self.names, *self.literals, *self.marks]
 
     def __bool__(self) -> bool:
         return bool(self.calls or self.names or self.literals or self.imports)

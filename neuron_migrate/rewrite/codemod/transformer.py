@@ -117,6 +117,10 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         if original is self._skipped:
             return super().on_leave(original, updated)
         result = super().on_leave(original, updated)
+        if self.index.marks:
+            mark = self.index.marks.get(self.spans.get(original))  # type: ignore[arg-type]
+            if mark is not None:
+                self.mark(mark, node=result)
         if (
             self.index.literals
             and isinstance(original, cst.BaseExpression)
