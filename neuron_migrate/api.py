@@ -475,7 +475,9 @@ def select_files(
     """The files a scan by `plan` reads; each folder listed to find them is added to
     `folders`, if given."""
     root, policy = plan.root, plan.policy
-    found = discover(root, plan.exclude, notebooks=True, project_files=True, folders=folders)
+    found = discover(
+        root, plan.exclude, notebooks=True, project_files=True, folders=folders, folder_links=True
+    )
     files = [f for f in found if not policy.excluded(f.display)]
     if changed_since is not None:
         from neuron_migrate.project.changed import changed_files

@@ -79,6 +79,7 @@ def discover(
     notebooks: bool = False,
     project_files: bool = False,
     folders: list[str] | None = None,
+    folder_links: bool = False,
 ) -> Iterator[SourcePath]:
     """Source files under `root` (a file or a folder), in a stable, sorted order; Jupyter
     notebooks (`.ipynb`) too when `notebooks` is true (the scan reads them cell by cell, see
@@ -86,8 +87,10 @@ def discover(
     dependency files and YAML/JSON configs `neuron_migrate.project_files` reads. Each folder
     listed is added to `folders`, if given.
 
-    Folders reached through symlinks are not followed (no loops); symlinked files are read, and a
-    broken or looping one is reported by the reader.
+    Folders reached through symlinks are not followed (no loops, no trees outside the root);
+    with `folder_links`, each is yielded with a display ending in `/`, for the scan to list
+    under `skipped` (`FOLDER_LINK`). Symlinked files are read, and a broken or looping one is
+    reported by the reader.
     """
     if not root.exists() and not root.is_symlink():
         raise UsageError(f"no such file or directory: {root}")
@@ -100,7 +103,7 @@ def discover(
         from neuron_migrate.project_files.kinds import discovered_kind
 
         kind_of = discovered_kind
-    yield from _walk(str(root), "", suffixes, exclude, folders, kind_of)
+    yield from _walk(str(root), "", suffixes, exclude, folders, kind_of, folder_links)
 
 
 def _walk(
@@ -110,6 +113,7 @@ def _walk(
     exclude: tuple[str, ...],
     folders: list[str] | None,
     kind_of: Callable[[str, str], str | None] | None = None,
+    folder_links: bool = False,
 ) -> Iterator[SourcePath]:
     """The files under `folder` in the order of their display paths (the report's order: the
     cache then holds consecutive files' rows one after another), in one `scandir` a folder;
@@ -126,25 +130,31 @@ def _walk(
         name = entry.name
         if _is_dir(entry):
             if (
-                name not in _SKIP_DIRS
-                and not name.endswith(".egg-info")
-                and not entry.is_symlink()
-                and not (exclude and _excluded(rel_dir + name, exclude))
+                name in _SKIP_DIRS
+                or name.endswith(".egg-info")
+                or (exclude and _excluded(rel_dir + name, exclude))
             ):
-                yield from _walk(
-                    entry.path,
-                    rel_dir + shown_name(name) + "/",
-                    suffixes,
-                    exclude,
-                    folders,
-                    kind_of,
-                )
+                continue
+            shown = rel_dir + shown_name(name) + "/"
+            if entry.is_symlink():
+                if folder_links:
+                    yield SourcePath(entry.path, shown)
+                continue
+            yield from _walk(entry.path, shown, suffixes, exclude, folders, kind_of, folder_links)
         elif name.endswith(suffixes) or (
             kind_of is not None and kind_of(entry.path, rel_dir + name) is not None
         ):
             display = rel_dir + shown_name(name)
             if not (exclude and _excluded(display, exclude)):
                 yield SourcePath(entry.path, display)
+
+
+# Why a symlink to a folder is listed under `skipped`.
+FOLDER_LINK = "symlink to a folder: not followed"
+
+
+def is_folder_link(source: SourcePath) -> bool:
+    return source.display.endswith("/")
 
 
 def shown_name(name: str) -> str:

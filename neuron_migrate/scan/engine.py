@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.parent_watch import die_with_parent
-from neuron_migrate.project.discover import SourcePath, may_hold_findings
+from neuron_migrate.project.discover import (
+    FOLDER_LINK,
+    SourcePath,
+    is_folder_link,
+    may_hold_findings,
+)
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
 from neuron_migrate.project_files.kinds import kind_of
 from neuron_migrate.scan.findings import FileError, FileResult
@@ -224,7 +229,9 @@ def _prepared(
         for s, sig in zip(group, sigs, strict=True)
     ]
     data: list[bytes | FileError | None] = [
-        None if outcome is not None else read_bytes(s.path, s.display, settings.max_bytes)
+        None
+        if outcome is not None or is_folder_link(s)
+        else read_bytes(s.path, s.display, settings.max_bytes)
         for s, outcome in zip(group, outcomes, strict=True)
     ]
     keys = [
@@ -234,6 +241,9 @@ def _prepared(
     cached = cache.get_many([key for key in keys if key])
     for source, sig, outcome, item, key in zip(group, sigs, outcomes, data, keys, strict=True):
         display = source.display
+        if is_folder_link(source):
+            yield ScannedFile(display, skipped=FOLDER_LINK), None, ""
+            continue
         if outcome == PREFILTERED:
             yield prefiltered(display), None, ""
             continue
