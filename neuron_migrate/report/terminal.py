@@ -62,7 +62,7 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
             where = f"cell {f.cell}:" if f.cell is not None else ""
             marks = f"{low}{fix}{new}"
             console.print(
-                f"  {where}{f.line:>4}:{f.col:<3} [{style}]{f.code}[/] {escape(f.api)}{marks}",
+                f"  {where}{f.line:>4}:{f.col + 1:<3} [{style}]{f.code}[/] {escape(f.api)}{marks}",
                 overflow="fold",
             )
             # Wrapped lines keep the indent, so a long message stays readable in 80 columns.
