@@ -11,7 +11,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from neuron_migrate.project_files.hits import Hit, indent_at, line_end, line_start, whole_lines
+from neuron_migrate.project_files.hits import (
+    Hit,
+    ReaderError,
+    indent_at,
+    line_end,
+    line_start,
+    whole_lines,
+)
 from neuron_migrate.project_files.shell import INSTANCE_TYPE, VENV, Fragment, shell_hits
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -27,7 +34,7 @@ _PYTHON_VERSION = re.compile(r"^3\.\d+(\.\d+)?$")
 _IMAGE_KEYS = frozenset({"image", "Image", "ImageUri", "TrainingImage", "image_uri", "imageUri"})
 
 
-class ConfigError(Exception):
+class ConfigError(ReaderError):
     """YAML or JSON this reader cannot parse; the message is one line."""
 
 

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from neuron_migrate.project_files.hits import (
     SUPPORTED_PYTHONS,
     Hit,
+    ReaderError,
     canonical_name,
     indent_at,
     line_start,
@@ -28,7 +29,7 @@ from neuron_migrate.project_files.hits import (
 _OLDER_PYTHONS = ("3.8", "3.9", "3.10", "3.11")
 
 
-class DependencyError(Exception):
+class DependencyError(ReaderError):
     """A dependency file this reader cannot parse; the message is one line."""
 
 

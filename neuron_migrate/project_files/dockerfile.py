@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from neuron_migrate.project_files.hits import Hit, indent_at, whole_lines
+from neuron_migrate.project_files.hits import Hit, ReaderError, indent_at, whole_lines
 from neuron_migrate.project_files.shell import INSTANCE_TYPE, VENV, Fragment, shell_hits
 
 _INSTRUCTION = re.compile(r"^[ \t]*(?P<word>[A-Za-z]+)(?P<gap>[ \t]+|$)")
@@ -25,7 +25,7 @@ _INSTRUCTIONS = frozenset(
 )
 
 
-class DockerfileError(Exception):
+class DockerfileError(ReaderError):
     """Not a Dockerfile this reader understands; the message is one line."""
 
 

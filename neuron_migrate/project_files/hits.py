@@ -12,6 +12,10 @@ from typing import NamedTuple
 SUPPORTED_PYTHONS = ("3.12", "3.13", "3.14")
 
 
+class ReaderError(Exception):
+    """A file its reader cannot parse; the message is one line."""
+
+
 class Hit(NamedTuple):
     idiom: str  # one of ruleset.model.FILE_IDIOMS
     detail: str  # the variable, command, module, package, instance type, image or venv

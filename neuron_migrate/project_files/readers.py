@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from neuron_migrate.project_files.hits import Hit
+from neuron_migrate.project_files.hits import Hit, ReaderError
 
 
 class UnreadableFile(Exception):
@@ -10,14 +10,9 @@ class UnreadableFile(Exception):
 
 
 def read_hits(text: str, kind: str) -> list[Hit]:
-    from neuron_migrate.project_files.configs import ConfigError
-    from neuron_migrate.project_files.deps import DependencyError
-    from neuron_migrate.project_files.dockerfile import DockerfileError
-    from neuron_migrate.project_files.shell import ShellError
-
     try:
         return list(_hits(text, kind))
-    except (ConfigError, DependencyError, DockerfileError, ShellError) as exc:
+    except ReaderError as exc:
         raise UnreadableFile(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
 
 

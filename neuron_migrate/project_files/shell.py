@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from neuron_migrate.project_files.hits import Hit, canonical_name, indent_at, line_start
+from neuron_migrate.project_files.hits import (
+    Hit,
+    ReaderError,
+    canonical_name,
+    indent_at,
+    line_start,
+)
 
 # Commands that run the command after them (their own options skipped).
 _WRAPPERS = frozenset(
@@ -48,7 +54,7 @@ _STRING_NODES = frozenset({"word", "raw_string", "number", "string_content"})
 _SKIP_NODES = frozenset({"comment", "heredoc_body", "heredoc_content"})
 
 
-class ShellError(Exception):
+class ShellError(ReaderError):
     """The text is not shell the grammar can parse; the message is one line."""
 
 
