@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, failing_text, summarize
 
 STATUS_STYLE = {
@@ -51,6 +52,7 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
     console.print(table)
 
     shown = [f for f in report.findings if show_native or f.status != "native"]
+    titles = evidence_titles(report.target) if shown else {}
     shown.sort(key=lambda f: (f.path, f.cell or 0, f.line, f.col))
     for path, group in groupby(shown, key=lambda f: f.path):
         console.print(f"\n[bold underline]{escape(path)}[/]")
@@ -66,7 +68,8 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
                 overflow="fold",
             )
             # Wrapped lines keep the indent, so a long message stays readable in 80 columns.
-            console.print(_indented(f.message, console.width), style="dim", soft_wrap=True)
+            message = in_words(f.message, titles)
+            console.print(_indented(message, console.width), style="dim", soft_wrap=True)
             if f.replacement:
                 console.print(_indented(f"→ {f.replacement}", console.width), soft_wrap=True)
     if not show_native and summary["by_status"]["native"]:
