@@ -181,3 +181,14 @@ def test_a_compared_device_name_whose_producer_is_unknown_is_marked_not_changed(
 def test_a_runtime_device_type_is_still_rewritten():
     source = "import torch\n\n\ndef on(t):\n    return t.device.type == 'xla'\n"
     assert "t.device.type == 'neuron'" in rewrite_source(source).new
+
+
+def test_a_device_parameter_and_its_default_change_together():
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n\n"
+        'def train(device_type="xla"):\n    if device_type == "xla":\n        xm.mark_step()\n'
+        "    return device_type\n"
+    )
+    new = rewrite_source(source).new
+    assert 'def train(device_type="neuron"):' in new
+    assert 'if device_type == "neuron":' in new

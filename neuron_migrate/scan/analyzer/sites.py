@@ -732,7 +732,8 @@ class _SiteFinder:
     def device_producers(self, operands: list[ast.expr]) -> list[ast.expr] | None:
         """For a test of a variable against 'xla' (`DEVICE == "xla"`): the device strings that
         produce its value and are not reported yet (a local function's `return "xla"`), or None
-        when some producer is unknown (a parameter, an imported function, a loop). A device
+        when some producer is unknown (a parameter without a default, an imported function, a
+        loop). A device
         reported by the runtime (`t.device.type`) needs none; an attribute is taken as such."""
         found: list[ast.expr] = []
         for operand in operands:
@@ -742,8 +743,9 @@ class _SiteFinder:
             if binding is None:
                 return None
             for bound in binding[1]:
-                if isinstance(bound.node, ast.arg):
-                    return None  # its callers may pass anything
+                # a parameter: its default (rewritten with the test when a device string, as
+                # are `device=`/`device_type=` keywords of calls); none: its callers may pass
+                # anything
                 value = _assigned_value(bound.node, self.model.parents)
                 strings = self._produced(value)
                 if strings is None:
