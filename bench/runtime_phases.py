@@ -81,7 +81,7 @@ def _one_run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     from neuron_sim import compile_backend
 
     # As in runtime_overhead.py: this measures the cost, not the matrix's verdict on the graphs.
-    compile_backend.refuse_non_native_ops = False
+    compile_backend.refuse_unlowerable_ops = False
     build = WORKLOADS[args.workload]
     steps = {label: phased_step(build, *config) for label, config in CONFIGS.items()}
     for step, times in steps.values():

@@ -7,9 +7,13 @@ when they hold float64, which it computes as float32). On the Python engine AOTA
 through `NeuronTensor` (a traceable subclass) and produces plain CPU aten graphs; while dynamo
 and AOTAutograd trace, calls that create neuron tensors from nothing
 (`torch.arange(n, device=x.device)`) build the CPU payload and wrap it, as the eager factory
-fallback does. Each graph is checked against the matrix: an op that is not native cannot be
-lowered, and the compile fails naming the op and the user's source line, as TorchNeuron does by
-default. Graphs run through `graph_runner`.
+fallback does. Each graph, after torch's decompositions, is checked against the matrix: the
+compiler lowers whole graphs, so an op without an eager device kernel (`cpu_fallback`) is
+lowered too, and only an op the matrix marks `unsupported` has no lowering. Such a graph fails
+to compile, naming the op and the user's source line; by default that raises, and with
+`TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0` or the `fallback_execution` compile option (the
+matrix's `compile` rules name both) the original graph runs eagerly instead, op by op on the
+device. Graphs run through `graph_runner`.
 
 Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
 """
@@ -17,7 +21,9 @@ Importing dynamo costs about a second, so all of this is set up at the first `to
 from __future__ import annotations
 
 import functools
+import os
 import re
+import warnings
 from typing import Any
 
 import torch
@@ -25,7 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
-from neuron_sim.policy import NATIVE, OpPolicy
+from neuron_sim.policy import NATIVE, UNSUPPORTED, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
 from neuron_sim.source import _is_user_file, user_location
 from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
@@ -33,7 +39,7 @@ from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
 BACKEND_NAME = "neuron"
 # Benchmarks that measure overhead (not verdicts) may turn the graph check off; the refused
 # ops are still listed in the compile record.
-refuse_non_native_ops = True
+refuse_unlowerable_ops = True
 _policy: OpPolicy | None = None
 _seen_frames: set[int] = set()
 _native_engine = False
@@ -86,7 +92,7 @@ def _dynamic_inputs(example_inputs: list[Any]) -> bool:
 
 
 def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
-    """Raise if `gm` holds an op that is not native; return its op count."""
+    """Raise if `gm` holds an op with no lowering (`unsupported`); return its op count."""
     assert _policy is not None
     count = 0
     refused: dict[str, str | None] = {}
@@ -100,7 +106,7 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
         if isinstance(target, torch._ops.OpOverload):
             count += 1
             status = _policy.record_for(target.name()).status
-            if status != NATIVE and target.name() not in refused:
+            if status == UNSUPPORTED and target.name() not in refused:
                 refused[target.name()] = f"{status}" + (
                     f", {line}" if (line := _user_line(node) or calling) else ""
                 )
@@ -110,7 +116,7 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
         listing = "; ".join(f"{op} ({why})" for op, why in refused.items())
         message = f"{which} graph contains ops that cannot be lowered to neuron: {listing}"
         record.error = message
-        if refuse_non_native_ops:
+        if refuse_unlowerable_ops:
             record.ok = False
             raise NeuronCompileError(message)
     return count
@@ -228,13 +234,6 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
     )
     _seen_frames.add(frame)
     _policy.trace.compiles.append(record)
-    if _dynamic_inputs(example_inputs):
-        record.ok = False
-        record.error = "dynamic shapes"
-        raise NeuronCompileError(
-            "the neuron backend compiles static shapes only, but this graph has symbolic "
-            "(dynamic) shapes; compile with dynamic=False"
-        )
 
     def forward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.forward_ops = _check_graph("forward", record, graph)
@@ -249,10 +248,50 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
         bw_compiler=backward_compiler,
         decompositions=_decompositions(),
     )
-    if _native_engine:
-        return compiler(gm, example_inputs)
-    with _NeuronFactoriesOnHost():
-        return compiler(gm, example_inputs)
+    try:
+        if _dynamic_inputs(example_inputs):
+            record.ok = False
+            record.error = "dynamic shapes"
+            raise NeuronCompileError(
+                'torch.compile(backend="neuron") does not support dynamic=True (or shapes '
+                "marked dynamic): TorchNeuron compiles static shapes and recompiles once per "
+                "new input shape; leave dynamic unset or pass dynamic=False"
+            )
+        if _native_engine:
+            return compiler(gm, example_inputs)
+        with _NeuronFactoriesOnHost():
+            return compiler(gm, example_inputs)
+    except NeuronCompileError as error:
+        if not _falls_back_to_eager(kwargs.get("options")):
+            raise
+        record.fell_back = True
+        warnings.warn(
+            f"{error}; running the graph eagerly (compile fallback execution is on)",
+            NeuronCompileFallbackWarning,
+            stacklevel=2,
+        )
+        return gm.forward
+
+
+class NeuronCompileFallbackWarning(UserWarning):
+    """A graph failed to compile and runs eagerly instead (fallback execution is on)."""
+
+
+_FALSE = ("0", "false", "no", "off")
+
+
+def _falls_back_to_eager(options: Any) -> bool:
+    """Whether a graph that fails to compile runs eagerly: the compile option, else the
+    environment variable, else the matrix's default (TorchNeuron 2.33: it raises)."""
+    assert _policy is not None
+    rules = _policy.matrix.compile
+    if rules.fallback_option and isinstance(options, dict) and rules.fallback_option in options:
+        return bool(options[rules.fallback_option])
+    value = os.environ.get(rules.fallback_env) if rules.fallback_env else None
+    if value is not None and value.strip():
+        # The variable *disables* fallback execution: 0 turns fallback back on.
+        return value.strip().lower() in _FALSE
+    return not rules.failure_raises
 
 
 def _runnable(graph: torch.fx.GraphModule) -> Any:
@@ -269,17 +308,40 @@ def _runnable(graph: torch.fx.GraphModule) -> Any:
                 return run(*args)
 
         return run_op_by_op
-    run = graph_runner.runnable(graph, on_host=True)
     engine = native.load()
+    constants = _constants_on_host(graph, engine)
+    run = graph_runner.runnable(graph, on_host=True)
     on_device = _outputs_on_device(graph)
 
-    def run_on_host(*args: Any) -> Any:
+    def run_on_host(*args: Any, _keep: Any = constants) -> Any:
+        # `_keep`: the device constants whose memory the graph's host views read
         inputs = list(args)
         host = engine.graph_inputs(inputs)
         outputs = run(*host)
         return type(outputs)(engine.graph_outputs(outputs, inputs, host, on_device))
 
     return run_on_host
+
+
+def _constants_on_host(graph: torch.fx.GraphModule, engine: Any) -> list[torch.Tensor]:
+    """Point the graph's device tensor constants (a `torch.tensor([...], device=x.device)`
+    literal the trace lifted into the graph) at host views of their memory, as its inputs are;
+    return the device tensors, which must outlive the graph."""
+    kept = []
+    for node in graph.graph.find_nodes(op="get_attr"):
+        owner, _, name = node.target.rpartition(".")
+        module = graph.get_submodule(owner) if owner else graph
+        value = getattr(module, name, None)
+        if isinstance(value, torch.Tensor) and value.device.type == "neuron":
+            kept.append(value)
+            host = engine.host_view(value)
+            if name in module._buffers:
+                module._buffers[name] = host
+            elif name in module._parameters:
+                module._parameters[name] = torch.nn.Parameter(host, value.requires_grad)
+            else:
+                setattr(module, name, host)
+    return kept
 
 
 _NARROWED = (torch.float64, torch.complex128)
@@ -388,12 +450,11 @@ def install(policy: OpPolicy, native_engine: bool = False) -> None:
             options["backend"] = backend
         if _is_neuron(backend):
             _register_backend()
-            if options.get("dynamic") is True:
-                raise NeuronCompileError(
-                    'torch.compile(backend="neuron") does not support dynamic=True: '
-                    "TorchNeuron compiles static shapes and recompiles once per new input shape"
-                )
-            options["dynamic"] = False
+            _mode_as_released(options)
+            # dynamic=True is rejected when the graph compiles (its shapes are symbolic then);
+            # unset, it means static shapes, each new one a recompile.
+            if options.get("dynamic") is None:
+                options["dynamic"] = False
         return (
             original_compile(model, **options) if model is not None else original_compile(**options)
         )
@@ -403,6 +464,28 @@ def install(policy: OpPolicy, native_engine: bool = False) -> None:
 
     if "torch._dynamo" in sys.modules:
         _register_backend()
+
+
+def _mode_as_released(options: dict[str, Any]) -> None:
+    """A `mode=` without effect on the neuron backend: a warning, and the default mode (or a
+    refusal, where the matrix says so)."""
+    assert _policy is not None
+    mode = options.get("mode")
+    rules = _policy.matrix.compile
+    if mode is None or mode == "default" or mode in rules.modes_with_effect:
+        return
+    if rules.other_modes == "refused":
+        raise NeuronCompileError(
+            f'torch.compile(backend="neuron") does not support mode={mode!r}; only '
+            f"{', '.join(repr(m) for m in rules.modes_with_effect)} has an effect"
+        )
+    warnings.warn(
+        f'torch.compile(backend="neuron", mode={mode!r}): only mode="default" has an effect '
+        "on the neuron backend; running as the default",
+        UserWarning,
+        stacklevel=3,
+    )
+    del options["mode"]
 
 
 def update_trace(trace: ProcessTrace) -> None:

@@ -42,9 +42,10 @@ class _Refuser:
         verdict = self.matrix.namespace_status(qualname)
         return verdict is not None and verdict.status == "unsupported"
 
-    def refuse(self, qualname: str) -> NeuronUnsupportedOpError:
+    def refuse(self, qualname: str, namespace: str | None = None) -> NeuronUnsupportedOpError:
         location = user_location()
-        note = f"{qualname.rsplit('.', 1)[0]} is unsupported in torch-neuronx {self.matrix.version}"
+        namespace = namespace or qualname.rsplit(".", 1)[0]
+        note = f"{namespace} is unsupported in torch-neuronx {self.matrix.version}"
         error = NeuronUnsupportedOpError(qualname, location, note)
         self.trace.refusals.append({"op": qualname, "location": location, "message": str(error)})
         return error
@@ -73,15 +74,19 @@ def _guard_func(refuser: _Refuser) -> None:
         if original is None or not refuser.unsupported(qualname):
             continue
         setattr(torch.func, name, _guarded_transform(original, qualname, refuser))
+    # `torch.vmap` is `torch.func.vmap` under another name; the matrix lists it as an alias.
+    if refuser.unsupported("torch.vmap"):
+        alias = "torch.func (torch.vmap is torch.func.vmap)"
+        torch.vmap = _guarded_transform(torch.vmap, "torch.vmap", refuser, namespace=alias)
 
 
 def _guarded_transform(
-    transform: Callable[..., Any], qualname: str, refuser: _Refuser
+    transform: Callable[..., Any], qualname: str, refuser: _Refuser, namespace: str | None = None
 ) -> Callable[..., Any]:
     @functools.wraps(transform)
     def guarded(*t_args: Any, **t_kwargs: Any) -> Any:
         if _has_neuron_tensor(t_args) or _has_neuron_tensor(t_kwargs.values()):
-            raise refuser.refuse(qualname)  # vjp/jvp take the inputs directly
+            raise refuser.refuse(qualname, namespace)  # vjp/jvp take the inputs directly
         transformed = transform(*t_args, **t_kwargs)
         if not callable(transformed):
             return transformed
@@ -89,7 +94,7 @@ def _guarded_transform(
         @functools.wraps(transformed)
         def call(*args: Any, **kwargs: Any) -> Any:
             if _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
-                raise refuser.refuse(qualname)
+                raise refuser.refuse(qualname, namespace)
             return transformed(*args, **kwargs)
 
         return call

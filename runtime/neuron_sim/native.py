@@ -226,30 +226,9 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
         float64_as_float32,
         _whole_ops_cached(),
     )
-    _parameters_move_by_swap()
     trace.count_sources.append(sync_counts)
     os.register_at_fork(after_in_child=reset_counts)  # a forked child starts its own trace
     return engine
-
-
-def _parameters_move_by_swap() -> None:
-    """`model.to("neuron")` keeps each Parameter object, as on a real device.
-
-    Torch keeps a parameter's identity across devices only between backends it knows to share a
-    tensor type (CPU, CUDA, ...); for others it makes new Parameters, which optimizers built
-    before the move would not hold. Moving by `swap_tensors`, as torch does for tensor
-    subclasses, keeps them.
-    """
-    import torch.nn.modules.module as module
-
-    traceable = module.is_traceable_wrapper_subclass
-
-    def moves_by_swap(tensor: Any) -> bool:
-        return bool(traceable(tensor)) or (
-            isinstance(tensor, torch.Tensor) and tensor.device.type == "neuron"
-        )
-
-    module.is_traceable_wrapper_subclass = moves_by_swap  # type: ignore[assignment]
 
 
 def sync_counts(trace: ProcessTrace) -> None:

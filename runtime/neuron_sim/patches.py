@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
+import weakref
 from typing import Any
 
 import torch
@@ -17,6 +19,9 @@ def apply(native_engine: bool = False) -> None:
     _synchronize_is_a_no_op()
     if not native_engine:  # the native engine gives torch a pinned allocator
         _pinned_memory_is_pageable()
+    else:  # the Python engine's NeuronTensor formats its payload itself
+        _printing_formats_the_host_memory()
+    _parameters_move_by_swap()
     _neuron_generators_are_host_generators()
     _accelerator_memory_reads_the_ledger()
     # Optimizers pick foreach (multi-tensor) kernels for plain tensors on accelerators; neuron
@@ -89,3 +94,63 @@ def _accelerator_memory_reads_the_ledger() -> None:
         replacement = getattr(device_module, name)
         setattr(torch.accelerator, name, replacement)
         setattr(torch.accelerator.memory, name, replacement)
+
+
+def _printing_formats_the_host_memory() -> None:
+    """`print(t)` formats the device tensor's memory on the host, as printing on a device
+    formats a host copy: torch's formatting runs ops (`abs`, `double`, `masked_select`) that
+    would otherwise be recorded as the user's, and its `double()` would report float64 tensors
+    made on the device for a float32 tensor."""
+    from torch import _tensor_str
+
+    from neuron_sim import native
+
+    original = _tensor_str._str
+    engine = native.load()
+
+    @functools.wraps(original)
+    def _str(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
+        if (
+            tensor_contents is None
+            and self.device.type == "neuron"
+            and (type(self) is torch.Tensor or type(self) is torch.nn.Parameter)
+        ):
+            host = engine.host_view(self.detach())
+            tensor_contents = _tensor_str._tensor_str(host, len("tensor("))
+        return original(self, tensor_contents=tensor_contents)
+
+    _tensor_str._str = _str
+
+
+def _parameters_move_by_swap() -> None:
+    """`model.to("neuron")` keeps each Parameter object, as on a real device, where it can.
+
+    Torch keeps a parameter's identity across devices only between backends it knows to share a
+    tensor type (CPU, CUDA, ...); for others it makes new Parameters, which optimizers built
+    before the move would not hold. Moving by `swap_tensors`, as torch does for tensor
+    subclasses, keeps them -- unless an autograd graph still holds the parameter (a CPU forward
+    whose result is alive), which `swap_tensors` refuses: the parameter then moves as torch moves
+    any parameter to a backend of another tensor type, as a new Parameter.
+    """
+    import torch.nn.modules.module as module
+
+    traceable = module.is_traceable_wrapper_subclass
+
+    def moves_by_swap(tensor: Any) -> bool:
+        wanted = bool(traceable(tensor)) or (
+            isinstance(tensor, torch.Tensor) and tensor.device.type == "neuron"
+        )
+        if not wanted:
+            return False
+        # `Module._apply` asks about the moved tensor; the parameter it came from is its local.
+        param = sys._getframe(1).f_locals.get("param")
+        return not isinstance(param, torch.Tensor) or _swappable(param)
+
+    module.is_traceable_wrapper_subclass = moves_by_swap  # type: ignore[assignment]
+
+
+def _swappable(tensor: torch.Tensor) -> bool:
+    """What `torch.utils.swap_tensors` accepts: no weak references, and no reference from C++
+    but the tensor's own and its AccumulateGrad node's (an autograd graph that saved it holds
+    one more)."""
+    return not weakref.getweakrefs(tensor) and tensor._use_count() <= 2  # type: ignore[attr-defined]

@@ -60,6 +60,7 @@ class Compile:
     backward_ops: int = 0
     ok: bool = True
     error: str | None = None
+    fell_back: bool = False  # failed to compile and ran eagerly (fallback execution on)
 
 
 @dataclass

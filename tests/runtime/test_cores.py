@@ -67,3 +67,25 @@ def test_visible_cores_give_the_count_and_set_device_the_core(sim_run, monkeypat
     run = sim_run(FOUR_CORES)
     run.assert_finished("FOUR_CORES_OK [2.0, 2.0]")
     assert run.op("aten::record_stream")["count"] == 1
+
+
+MOVE_WITH_A_LIVE_GRAPH = """
+import torch, torch.nn as nn
+
+model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 2))
+cpu_loss = model(torch.tensor([1, 2])).sum()  # a CPU autograd graph, still alive
+model.to("neuron")
+loss = model(torch.tensor([1, 2]).to("neuron")).sum()
+loss.backward()
+assert all(p.device.type == "neuron" and p.grad.device.type == "neuron" for p in model.parameters())
+
+kept = nn.Linear(4, 2)
+weight = kept.weight
+kept.to("neuron")
+assert kept.weight is weight  # no graph holds it: the Parameter object itself moved
+print("MOVED_OK")
+"""
+
+
+def test_model_to_works_while_a_cpu_autograd_graph_is_alive(sim_run) -> None:
+    sim_run(MOVE_WITH_A_LIVE_GRAPH).assert_finished("MOVED_OK")
