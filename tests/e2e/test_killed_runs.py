@@ -40,12 +40,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_pool_workers_end_with_a_scan_killed_with_sigkill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["scan", "rewrite"])
+def test_pool_workers_end_with_a_run_killed_with_sigkill(tmp_path: Path, command: str) -> None:
     tree = tmp_path / "tree"
     for copy in range(30):
         shutil.copytree(FIXTURES / "analyze", tree / f"copy{copy}")
     scan = subprocess.Popen(
-        [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "-j", "2", str(tree)],
+        [sys.executable, "-m", "neuron_migrate", command, "--no-cache", "-j", "2", str(tree)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -61,7 +62,7 @@ def test_pool_workers_end_with_a_scan_killed_with_sigkill(tmp_path: Path) -> Non
     left = [pid for pid in workers if _alive(pid)]
     for pid in left:
         os.kill(pid, signal.SIGKILL)
-    assert not left, "workers outlived their scan"
+    assert not left, f"workers outlived their {command}"
 
 
 def test_the_next_apply_removes_what_a_killed_apply_left(tmp_path: Path) -> None:
