@@ -1,0 +1,99 @@
+"""xm on the CPU: ranks from the environment, collectives over a gloo group made on first use."""
+
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from torch_xla import runtime
+
+
+def xla_device(n=None, devkind=None):
+    return torch.device("cpu")
+
+
+def xrt_world_size(defval=1):
+    return runtime.world_size()
+
+
+def get_ordinal(defval=0):
+    return runtime.global_ordinal()
+
+
+def get_local_ordinal(defval=0):
+    return runtime.local_ordinal()
+
+
+def is_master_ordinal(local=True):
+    return (get_local_ordinal() if local else get_ordinal()) == 0
+
+
+def master_print(*args, fd=sys.stdout, local=False, flush=False):
+    if is_master_ordinal(local=local):
+        print(*args, file=fd, flush=flush)
+
+
+def mark_step(wait=False):
+    return None
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def _group():
+    """The default group, made over gloo when the program made none (as PJRT had one)."""
+    if xrt_world_size() == 1:
+        return False
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "localhost")
+        dist.init_process_group("gloo", rank=get_ordinal(), world_size=xrt_world_size())
+    return True
+
+
+def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None):
+    if _group():
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+                    p.grad.div_(xrt_world_size())
+    return optimizer.step(**(optimizer_args or {}))
+
+
+def rendezvous(tag, payload=b"", replicas=()):
+    if _group():
+        dist.barrier()
+
+
+def xla_rendezvous(payload=b"", ordinals=None, tag=None):
+    if not _group():
+        return [payload]
+    values = [None] * xrt_world_size()
+    dist.all_gather_object(values, payload)
+    return values
+
+
+def save(data, file_or_path, master_only=True, global_master=False):
+    if not master_only or is_master_ordinal(local=not global_master):
+        torch.save(data, file_or_path)
+
+
+class RateTracker:
+    def __init__(self, smooth_factor=0.4):
+        self.start = time.time()
+        self.count = 0
+
+    def add(self, count):
+        self.count += count
+
+    def rate(self):
+        return self.global_rate()
+
+    def global_rate(self):
+        return self.count / max(time.time() - self.start, 1e-9)

@@ -1,0 +1,2 @@
+def metrics_report():
+    return "Metric: CompileTime\n  TotalSamples: 0"

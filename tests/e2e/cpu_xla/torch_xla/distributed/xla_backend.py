@@ -1,0 +1,23 @@
+"""The 'xla' process group, as gloo on the CPU."""
+
+import os
+
+import torch.distributed as dist
+
+_init = dist.init_process_group
+
+
+def _init_process_group(backend=None, init_method=None, *args, **kwargs):
+    if backend == "xla":
+        backend = "gloo"
+        if init_method == "xla://":
+            init_method = None
+        os.environ.setdefault("MASTER_ADDR", "localhost")
+        if "MASTER_PORT" not in os.environ:  # a single process run without a launcher
+            from torch_xla.core.xla_model import free_port
+
+            os.environ["MASTER_PORT"] = str(free_port())
+    return _init(backend, init_method, *args, **kwargs)
+
+
+dist.init_process_group = _init_process_group
