@@ -112,11 +112,16 @@ SPAWNED = (
 )
 
 
-def test_spawn_to_torchrun_drops_the_scripts_own_rendezvous_address():
+def test_spawn_to_torchrun_keeps_the_scripts_own_rendezvous_address_only_as_a_default():
+    """Under torchrun the launcher's address wins; run by itself, a worker that makes its own
+    process group (env://) still finds the script's address."""
     result = rewrite_source(SPAWNED)
     new = result.new
-    assert "'localhost'" not in new and '"12355"' not in new and '"29500"' not in new
-    assert '"127.0.0.1"' not in new
+    lines = new.splitlines()
+    assert "os.environ.setdefault('MASTER_ADDR', 'localhost')" in lines
+    assert 'os.environ.setdefault("MASTER_PORT", "12355")' in lines
+    assert '    os.environ.setdefault("MASTER_PORT", "29500")' in lines
+    assert '"127.0.0.1"' not in new  # os.putenv: os.environ never saw it
     # conditional: left with a marker; a read stays as it is
     at = new.splitlines().index('        os.environ["MASTER_PORT"] = os.environ["PORT"]')
     assert new.splitlines()[at - 1].lstrip().startswith("# TODO(neuron-migrate NM411)")

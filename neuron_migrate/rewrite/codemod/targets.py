@@ -82,6 +82,9 @@ class LiteralTarget:
     deferred: list[tuple[cst.CSTNode, CallEdit]] = field(default_factory=list)
     # Set by a transform that removes the whole statement (an environment variable's setter).
     delete_statement: bool = False
+    # With delete_statement: an assignment `os.environ[K] = v` becomes
+    # `os.environ.setdefault(K, v)` instead, and a setdefault stays (a launcher's value wins).
+    keep_as_default: bool = False
 
     def enclosing_call(self) -> cst.Call | None:
         """The call this literal is an argument of (original node)."""

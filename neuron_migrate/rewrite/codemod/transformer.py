@@ -87,6 +87,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         # Environment variables a statement names, with the key's node: its marker goes above
         # the statement that holds that node, wherever a transform of the line puts it.
         self.pending_env: dict[int, list[PendingEnv]] = defaultdict(list)
+        self._as_default: set[Span] = set()  # env settings kept as defaults, not deleted
         self._notes: dict[int, list[str]] = defaultdict(list)  # NOTE lines, by statement
         # Sites whose outcome is their enclosing call's (xm.REDUCE_SUM in an xm.all_reduce that
         # converts it, or stays), by the span of that call.
@@ -332,6 +333,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled, node=updated)
             return updated
         if target.delete_statement:
+            if target.keep_as_default:
+                self._as_default.add(span)
             self.pending_env[id(self.statements[-1])].append((span, ruled, updated))
             return updated
         self.defer(target.deferred)
@@ -446,7 +449,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             if self.span_of(key) == span:
                 env.pop(i)
                 self.record(ruled, "rewritten")
-                return []
+                return _as_default(old) if span in self._as_default else []
         return None
 
     def leave_With(self, original: cst.With, updated: cst.With):
@@ -549,6 +552,26 @@ def _environ_key(small: cst.BaseSmallStatement) -> cst.BaseExpression | None:
         ):
             return small.value.args[0].value
     return None
+
+
+def _as_default(small: cst.BaseSmallStatement) -> list[cst.BaseSmallStatement]:
+    """`os.environ[K] = v` as `os.environ.setdefault(K, v)`; a setdefault as it is; any other
+    setting (putenv, which os.environ does not see; a deletion) goes."""
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "setdefault":
+            return [small]
+        return []
+    if not isinstance(small, cst.Assign):
+        return []
+    target = small.targets[0].target
+    assert isinstance(target, cst.Subscript)
+    key = _subscript_key(target)
+    assert key is not None
+    func = cst.Attribute(value=target.value, attr=cst.Name("setdefault"))
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args = [cst.Arg(key, comma=comma), cst.Arg(small.value)]
+    return [cst.Expr(cst.Call(func=func, args=args), semicolon=small.semicolon)]
 
 
 def _is_environ(expr: cst.BaseExpression) -> bool:

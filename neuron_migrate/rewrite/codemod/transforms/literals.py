@@ -125,10 +125,13 @@ def env_var(t: LiteralTarget) -> cst.SimpleString | None:
 @literal("spawn-rendezvous-env")
 def spawn_rendezvous_env(t: LiteralTarget) -> cst.SimpleString | None:
     """MASTER_ADDR / MASTER_PORT set by a script whose spawn becomes a torchrun launch: the
-    setter goes, unless it runs under a condition or the spawn is left for a person."""
+    setting becomes a default (`os.environ.setdefault`), so torchrun's address wins and the
+    script run by itself keeps its own; unless it runs under a condition or the spawn is left
+    for a person."""
     if t.ctx.spawn_kept or _conditional(t.parents):
         return None
     t.delete_statement = True
+    t.keep_as_default = True
     return t.literal
 
 
