@@ -1,4 +1,5 @@
-"""The 'xla' process group, as gloo on the CPU."""
+"""The 'xla' process group, as gloo on the CPU. Like torch_xla's, the xla:// init method needs
+no MASTER_ADDR / MASTER_PORT (the runtime knows its peers); env:// does."""
 
 import os
 
@@ -12,11 +13,11 @@ def _init_process_group(backend=None, init_method=None, *args, **kwargs):
         backend = "gloo"
         if init_method == "xla://":
             init_method = None
-        os.environ.setdefault("MASTER_ADDR", "localhost")
-        if "MASTER_PORT" not in os.environ:  # a single process run without a launcher
-            from torch_xla.core.xla_model import free_port
+            os.environ.setdefault("MASTER_ADDR", "localhost")
+            if "MASTER_PORT" not in os.environ:  # a single process run without a launcher
+                from torch_xla.core.xla_model import free_port
 
-            os.environ["MASTER_PORT"] = str(free_port())
+                os.environ["MASTER_PORT"] = str(free_port())
     return _init(backend, init_method, *args, **kwargs)
 
 
