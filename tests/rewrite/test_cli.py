@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import py_compile
+import re
 import shutil
 from pathlib import Path
 
