@@ -239,12 +239,19 @@ class ResultCache:
             self._db.execute("INSERT OR REPLACE INTO stat_indexes VALUES (?, ?)", (name, entry))
 
     def close(self) -> None:
-        self.flush()
-        if self._wrote_segment and not self.read_only:
-            (count,) = self._db.execute("SELECT count(*) FROM segments").fetchone()
-            if count > MAX_SEGMENTS:
-                merge_segments(self._db, self._folder)
-        self._db.close()
+        import sqlite3
+
+        try:
+            self.flush()
+            if self._wrote_segment and not self.read_only:
+                try:
+                    (count,) = self._db.execute("SELECT count(*) FROM segments").fetchone()
+                    if count > MAX_SEGMENTS:
+                        merge_segments(self._db, self._folder)
+                except (OSError, sqlite3.Error):  # a merge only saves a later scan some reads
+                    pass
+        finally:
+            self._db.close()
 
 
 def _connected(path: Path) -> sqlite3.Connection:

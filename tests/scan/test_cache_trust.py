@@ -260,3 +260,18 @@ def test_a_read_only_cache_is_read_without_writing_and_said_once(
         assert result.stderr.count("read-only") == (1 if form == "terminal" else 0)
     assert {path: path.stat().st_mtime_ns for path in cache.rglob("*")} == before
     (tree / "new.py").unlink()
+
+
+def test_a_merge_that_fails_costs_nothing_but_the_merge(
+    tmp_path: Path, plain: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database found damaged (or locked) only when segments are merged at the end."""
+    from neuron_migrate.incremental import cache as result_cache
+
+    def damaged(*args: object) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    tree, expected = plain
+    monkeypatch.setattr(result_cache, "MAX_SEGMENTS", -1)
+    monkeypatch.setattr(result_cache, "merge_segments", damaged)
+    assert _scan(tree, "terminal", "--cache-dir", str(tmp_path / "c")) == expected["terminal"]
