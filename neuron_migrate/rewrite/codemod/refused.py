@@ -26,11 +26,17 @@ def _newest_context() -> Context:
 def mark_refused_ops(index: SiteIndex, source: str, sites: list[Site], ruleset: RuleSet) -> None:
     """Add to `index` a marker for each site the matrix calls unsupported whose rule gives
     advice (`manual`): the rule data says what to do, the code is left as it is."""
-    if not any(s.qualname and s.qualname.startswith("torch.") for s in sites):
+    # Only what may run a torch op: torch APIs and methods (the torch_xla sites are the rules').
+    torch_sites = [
+        s
+        for s in sites
+        if s.kind == "method" or (s.qualname is not None and s.qualname.startswith("torch."))
+    ]
+    if not any(s.kind != "method" for s in torch_sites):
         return
     from neuron_migrate.scan.analyzer.classify import classify_sites
 
-    findings = classify_sites(_newest_context(), "", source, sites).findings
+    findings = classify_sites(_newest_context(), "", source, torch_sites).findings
     refused = {
         (f.line, f.col, f.end_line, f.end_col): f
         for f in findings
