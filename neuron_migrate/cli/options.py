@@ -23,6 +23,11 @@ def option(*names: str, help: str, metavar: str | None = None, **settings: Any) 
     return typer.Option(*names, help=help, metavar=metavar, show_default=False, **settings)
 
 
+def repeatable(name: str, help: str, metavar: str = "VALUE") -> Any:
+    """An option given any number of times (its values: `split_values`)."""
+    return option(name, metavar=metavar, help=help)
+
+
 def argument(metavar: str, help: str, **settings: Any) -> Any:
     """A `typer.Argument` named METAVAR in usage lines and errors."""
     return typer.Argument(help=help, metavar=metavar, show_default=False, **settings)

@@ -12,7 +12,7 @@ from neuron_migrate.cli.options import (
     argument,
     checked_format,
     format_option,
-    option,
+    repeatable,
     split_values,
 )
 from neuron_migrate.report.formats import FORMATS
@@ -34,10 +34,9 @@ def merge(
     output: OutputOption = None,
     fail_on: Annotated[
         list[str] | None,
-        option(
+        repeatable(
             "--fail-on",
-            metavar="VALUE",
-            help="Gate the merged report on these statuses (default: what the reports recorded).",
+            "Gate the merged report on these statuses (default: what the reports recorded).",
         ),
     ] = None,
     show_native: ShowNativeOption = False,

@@ -17,6 +17,7 @@ from neuron_migrate.cli.options import (
     checked_jobs,
     format_option,
     option,
+    repeatable,
     split_values,
     stderr_console,
 )
@@ -52,28 +53,21 @@ def scan(
     output: OutputOption = None,
     fail_on: Annotated[
         list[str] | None,
-        option(
+        repeatable(
             "--fail-on",
-            metavar="VALUE",
-            help="Fail (exit 1) on: unsupported (default), fallback, float64, xla, error, any, "
+            "Fail (exit 1) on: unsupported (default), fallback, float64, xla, error, any, "
             "none. " + REPEATABLE,
         ),
     ] = None,
     select: Annotated[
         list[str] | None,
-        option(
-            "--select",
-            metavar="VALUE",
-            help="Report only these rule codes or prefixes (NM1, NM902). " + REPEATABLE,
+        repeatable(
+            "--select", "Report only these rule codes or prefixes (NM1, NM902). " + REPEATABLE
         ),
     ] = None,
     ignore: Annotated[
         list[str] | None,
-        option(
-            "--ignore",
-            metavar="VALUE",
-            help="Never report these rule codes or prefixes. " + REPEATABLE,
-        ),
+        repeatable("--ignore", "Never report these rule codes or prefixes. " + REPEATABLE),
     ] = None,
     baseline: Annotated[
         Path | None,

@@ -16,6 +16,7 @@ from neuron_migrate.cli.options import (
     checked_jobs,
     format_option,
     option,
+    repeatable,
 )
 from neuron_migrate.errors import UsageError
 
@@ -35,12 +36,7 @@ def verify_command(
     output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
     output: OutputOption = None,
     fail_on: Annotated[
-        list[str] | None,
-        option(
-            "--fail-on",
-            metavar="VALUE",
-            help="As in scan, plus `contradiction`. " + REPEATABLE,
-        ),
+        list[str] | None, repeatable("--fail-on", "As in scan, plus `contradiction`. " + REPEATABLE)
     ] = None,
     jobs: Annotated[
         int | None, option("-j", "--jobs", metavar="N", help="Scan worker processes.")
