@@ -17,8 +17,6 @@ that is a dotted name (`## torch.nn.functional`); a bare API name in a row is qu
 Any problem is one `DataFileError` naming the file, the line and the row. No torch here.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from pathlib import Path

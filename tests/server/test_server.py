@@ -186,7 +186,8 @@ def test_served_scans_list_their_snapshots_for_the_spare_to_read_ahead(
     time.sleep(0.5)
     (tree,) = _status(server)["trees_ahead"]  # type: ignore[misc]
     local = tree_watch.filesystem_type(str(tmp_path)) in tree_watch.LOCAL_FILESYSTEMS
-    assert tree == {"root": "project", "files": len(list(root.rglob("*.py"))), "watched": local}
+    scanned = json.loads(full.stdout)["summary"]["files"]["total"]  # sources and project files
+    assert tree == {"root": "project", "files": scanned, "watched": local}
     described = _cli("server", "status", env=server).stdout
     assert "read ahead:   project (" in described and ("watched)" in described) == local
 
