@@ -8,6 +8,7 @@ suppressed findings are not annotated. A final line states the gate.
 from __future__ import annotations
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     failing_text,
@@ -32,6 +33,7 @@ def _command(kind: str, message: str, **props: object) -> str:
 
 def render_github(report: ScanReport) -> str:
     lines = []
+    titles = evidence_titles(report.target)
     for f in sorted_findings(report.findings):
         if f.status == "native":
             continue
@@ -41,7 +43,7 @@ def render_github(report: ScanReport) -> str:
         lines.append(
             _command(
                 kind,
-                f"{cell}{f.message}{fix}",
+                f"{cell}{in_words(f.message, titles)}{fix}",
                 file=repo_path(report, f.path),
                 line=None if f.cell is not None else f.line,
                 endLine=None if f.cell is not None else max(f.end_line, f.line),

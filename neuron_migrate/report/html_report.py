@@ -15,6 +15,7 @@ from typing import Any
 
 from neuron_migrate import __version__
 from neuron_migrate.api import ScanReport
+from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
@@ -202,6 +203,7 @@ def _file_chart(findings: list[Finding]) -> str:
 
 def _findings_table(report: ScanReport) -> str:
     head = ("where", "rule", "status", "API", "message", "replacement", "gate", "note")
+    titles = evidence_titles(report.target)
     rows = [
         '<table id="findings"><thead><tr>',
         "".join(f"<th>{h}</th>" for h in head),
@@ -225,7 +227,7 @@ def _findings_table(report: ScanReport) -> str:
             f'<td data-sort="{STATUS_ORDER.index(f.status)}"><span class="status" '
             f'style="background:{COLORS[f.status]}">{escape(STATUS_LABEL[f.status])}</span></td>'
             f"<td><code>{escape(f.api)}</code></td>"
-            f"<td>{escape(f.message)}</td>"
+            f"<td>{escape(in_words(f.message, titles))}</td>"
             f"<td>{'<code>' + escape(f.replacement) + '</code>' if f.replacement else ''}</td>"
             f"<td>{gate}</td><td>{escape(note)}</td></tr>"
         )

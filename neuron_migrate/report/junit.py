@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Mapping
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import failing_text, location, sorted_findings, summarize
 from neuron_migrate.scan.findings import Finding
 
@@ -25,6 +27,7 @@ def render_junit(report: ScanReport) -> str:
     for s in report.suppressed:
         suppressed[s.finding.path].append(s)
     errors = {e.path: e for e in report.errors}
+    titles = evidence_titles(report.target)
 
     root = ET.Element("testsuites", name="neuron-migrate")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -40,11 +43,12 @@ def render_junit(report: ScanReport) -> str:
             case = _case(suite, f)
             counts["tests"] += 1
             if report.fails(f):
-                failure = ET.SubElement(case, "failure", message=f.message, type=f.status)
-                failure.text = _details(f)
+                message = in_words(f.message, titles)
+                failure = ET.SubElement(case, "failure", message=message, type=f.status)
+                failure.text = _details(f, titles)
                 counts["failures"] += 1
             else:
-                ET.SubElement(case, "system-out").text = _details(f)
+                ET.SubElement(case, "system-out").text = _details(f, titles)
         for s in sorted(
             suppressed.get(path, []), key=lambda s: (s.finding.cell or 0, s.finding.line)
         ):
@@ -83,8 +87,8 @@ def _case(suite: ET.Element, f: Finding) -> ET.Element:
     return ET.SubElement(suite, "testcase", name=name, classname=f.path, line=str(f.line))
 
 
-def _details(f: Finding) -> str:
-    lines = [f"{location(f)} {f.code} [{f.status}] {f.message}"]
+def _details(f: Finding, titles: Mapping[str, str]) -> str:
+    lines = [f"{location(f)} {f.code} [{f.status}] {in_words(f.message, titles)}"]
     if f.replacement:
         lines.append(f"replacement: {f.replacement}")
     if f.snippet:

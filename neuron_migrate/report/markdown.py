@@ -7,6 +7,7 @@ Tables are capped so the comment stays under the size limits of code-review site
 from __future__ import annotations
 
 from neuron_migrate.api import ScanReport
+from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
@@ -29,9 +30,10 @@ def _code(text: str) -> str:
 
 
 def _table(findings: list[Finding], report: ScanReport) -> list[str]:
+    titles = evidence_titles(report.target)
     lines = ["| where | rule | status | API | what to do |", "|---|---|---|---|---|"]
     for f in findings[:MAX_ROWS]:
-        todo = (f.replacement and f"→ {_code(f.replacement)}") or _cell(f.message)
+        todo = (f.replacement and f"→ {_code(f.replacement)}") or _cell(in_words(f.message, titles))
         new = " (new)" if report.baseline is not None and report.is_new(f) else ""
         lines.append(
             f"| {_code(location(f))}{new} | {f.code} | {STATUS_LABEL[f.status]} | "

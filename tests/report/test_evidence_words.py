@@ -1,10 +1,13 @@
 """Text for people says in words what a status rests on: no internal evidence tags
-(`[project-brief]`, `UNVERIFIED`) in the terminal report or in `matrix show`."""
+(`[project-brief]`, `UNVERIFIED`) in the reports people read or in `matrix show`. JSON, SARIF
+and CSV, read by programs, keep the keys (docs/report-schema.md)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 from neuron_migrate.report.evidence_words import in_words
 from tests.cli import invoke
@@ -20,6 +23,15 @@ def test_the_terminal_report_names_no_evidence_key() -> None:
     assert "UNVERIFIED" not in text and not TAG.search(text), TAG.search(text)
     assert "torch.distributions.Normal: unsupported" in text
     assert "(rests on: The project's design brief, which no TorchNeuron text" in text
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html", "junit", "github"])
+def test_the_other_reports_for_people_name_no_evidence_key(fmt: str) -> None:
+    result = invoke(["scan", str(PROJECT), "--no-cache", "--fail-on", "none", "-f", fmt])
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "[project-brief]" not in text and "[generic-cpu-fallback]" not in text
+    assert "(rests on: The project" in text
 
 
 def test_matrix_show_says_no_unverified() -> None:
