@@ -3,7 +3,8 @@ is defined and PyTorch has the parts but no one call says it (gradients averaged
 a payload exchange, a rate tracker). Migrated code never depends on this tool: the helper's
 source goes into the file, next to its imports.
 
-Each helper names only `torch` and `os` (by those names), and the helpers it lists in `uses`.
+Each helper names only the modules in its `modules` (by those names), and the helpers it lists
+in `uses`.
 """
 
 from __future__ import annotations
@@ -165,6 +166,37 @@ def neuron_print_test_update(device, accuracy, epoch=None, step=None):
     print("|", " ".join(f for f in fields if f), flush=True)
 '''
 
+_WRITE_TO_SUMMARY = '''
+def neuron_write_to_summary(summary_writer, global_step=None, dict_to_write=None):
+    """Each scalar of `dict_to_write` at `global_step`; nothing without a writer
+    (test_utils.write_to_summary)."""
+    if summary_writer is None:
+        return
+    for name, value in (dict_to_write or {}).items():
+        summary_writer.add_scalar(name, value, global_step)
+'''
+
+_GET_SUMMARY_WRITER = '''
+def neuron_get_summary_writer(logdir):
+    """A tensorboard SummaryWriter for `logdir` that starts with a timestamp; None without a
+    log directory, and tensorboard is imported only then (test_utils.get_summary_writer)."""
+    if not logdir:
+        return None
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=logdir)
+    neuron_write_to_summary(writer, 0, dict_to_write={"TensorboardStartTimestamp": time.time()})
+    return writer
+'''
+
+_CLOSE_SUMMARY_WRITER = '''
+def neuron_close_summary_writer(summary_writer):
+    """Flush and close the writer, if there is one (test_utils.close_summary_writer)."""
+    if summary_writer is not None:
+        summary_writer.flush()
+        summary_writer.close()
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -176,6 +208,14 @@ HELPERS: dict[str, Helper] = {
         Helper("NeuronParallelLoader", _PARALLEL_LOADER, (), ("NeuronDeviceLoader",)),
         Helper("neuron_print_training_update", _TRAINING_UPDATE, ("time", "torch")),
         Helper("neuron_print_test_update", _TEST_UPDATE, ("time", "torch")),
+        Helper("neuron_write_to_summary", _WRITE_TO_SUMMARY, ()),
+        Helper(
+            "neuron_get_summary_writer",
+            _GET_SUMMARY_WRITER,
+            ("time",),
+            ("neuron_write_to_summary",),
+        ),
+        Helper("neuron_close_summary_writer", _CLOSE_SUMMARY_WRITER, ()),
     )
 }
 

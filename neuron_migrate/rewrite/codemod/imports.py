@@ -725,6 +725,8 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
             made.extend([parsed[0].with_changes(leading_lines=[_blank(), _blank()]), *parsed[1:]])
         if at < len(body):
             body[at] = _blank_lines_above(body[at], 2)
+        if at == 0:  # nothing above the helpers: no blank lines to start the file
+            made[0] = made[0].with_changes(leading_lines=[])
         body[at:at] = made
     return module.with_changes(body=body)
 

@@ -14,15 +14,37 @@ from neuron_migrate.rewrite.codemod.templates import bind_arguments, last_compon
 def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     """`xm.RateTracker(...)` -> `NeuronRateTracker(...)`. The rule's options name the helper,
     by the called function's last name or as `helper`; `params`, when given, is the signature
-    the arguments must fit (anything else is marked)."""
+    the arguments must fit (anything else is marked). Per function, `NAME.params` is its own
+    signature (space-separated) and `NAME.false_only` a parameter whose feature the device
+    lacks: the call is rewritten only where that argument is absent or `False`, and it is
+    dropped."""
     rewrite = t.rule.rewrite
     assert rewrite is not None
     called = last_component(t.site.qualname or "")
     name = rewrite.option(called) or rewrite.option("helper")
     if name is None or name not in HELPERS:
         return None
-    if rewrite.params and bind_arguments(t.call, rewrite.params) is None:
-        return None
+    own = rewrite.option(f"{called}.params")
+    params = tuple(own.split()) if own else rewrite.params
+    call = t.call
+    if params:
+        bound = bind_arguments(call, params)
+        if bound is None:
+            return None
+        unwanted = rewrite.option(f"{called}.false_only")
+        if unwanted in bound:
+            value = bound[unwanted]
+            if not (isinstance(value, cst.Name) and value.value == "False"):
+                return None
+            call = _without_argument(call, value)
     if not use_helper(t.ctx, name):
         return None
-    return t.call.with_changes(func=cst.Name(name))
+    return call.with_changes(func=cst.Name(name))
+
+
+def _without_argument(call: cst.Call, value: cst.BaseExpression) -> cst.Call:
+    """`call` without the argument whose value is `value` (its last comma goes with it)."""
+    args = [arg for arg in call.args if arg.value is not value]
+    if args:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
