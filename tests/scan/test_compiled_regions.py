@@ -55,3 +55,51 @@ def test_fallback_ops_in_compiled_code_are_compile_refusals(tmp_path: Path) -> N
     assert not report.passed  # the default gate fails on a compile the device refuses
     message = next(f.message for f in report.findings if f.line == 16 and f.code == "NM943")
     assert "line 14" in message and "aten::sort" in message
+
+
+BARE_DECORATORS = textwrap.dedent(
+    """\
+    import torch
+    from torch import compile as jit
+
+
+    @torch.compile
+    def one(x):
+        return torch.sort(x).values
+
+
+    @jit
+    async def two(x):
+        return torch.sort(x).values
+
+
+    class Holder:
+        @staticmethod
+        @torch.compile
+        def three(x):
+            return torch.sort(x).values
+
+
+    def outer(x):
+        @torch.compile
+        def inner(y):
+            return torch.sort(y).values
+
+        return inner(x) + torch.sort(x).values
+    """
+)
+
+
+def test_bare_compile_decorators_mark_their_functions(tmp_path: Path) -> None:
+    """`@torch.compile` without a call, through an alias, stacked, and on a nested function."""
+    path = tmp_path / "m.py"
+    path.write_text(BARE_DECORATORS)
+    report = api.scan(path, jobs=1, use_cache=False)
+    status = {f.line: f.status for f in report.findings if "sort" in f.api}
+    assert status == {
+        7: "unsupported",
+        12: "unsupported",
+        19: "unsupported",
+        25: "unsupported",
+        27: "cpu_fallback",  # the enclosing function is not compiled
+    }

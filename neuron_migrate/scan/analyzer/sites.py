@@ -871,13 +871,11 @@ class _SiteFinder:
 
     # -- placement ----------------------------------------------------------------------------
 
-    def mark_compiled(self, tree: ast.Module) -> None:
+    def mark_compiled(self) -> None:
         """Stamp the calls inside a region compiled for the neuron backend with its line."""
         if not self.placed_calls or "torch.compile" not in self.chain_qualnames.values():
             return
-        regions = compiled_regions(
-            tree, self.model, lambda node: self.chain_qualnames.get(id(node))
-        )
+        regions = compiled_regions(self.model, lambda node: self.chain_qualnames.get(id(node)))
         for index, _ in self.placed_calls:
             site = self.sites[index]
             line = next((c for first, last, c in regions if first <= site.line <= last), 0)
@@ -909,5 +907,5 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     finder.find_chained_methods()
     finder.find_idioms()
     finder.place_calls()
-    finder.mark_compiled(tree)
+    finder.mark_compiled()
     return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
