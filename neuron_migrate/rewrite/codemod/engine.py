@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.rewrite.codemod.context import FileContext, beside_plain_steps, module_bindings
+from neuron_migrate.rewrite.codemod.guards import availability_flags, rebound, resolve_guards
 from neuron_migrate.rewrite.codemod.imports import (
     add_imports_and_helpers,
     clean_imports,
@@ -94,6 +95,9 @@ def rewrite_source(
     )
     # The rules with a site the rule pass left as it was: a side-effect import they need stays.
     left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
+    guard_names = frozenset(imported) | availability_flags(tree)
+    guard_names -= rebound(tree, guard_names)
+    module = resolve_guards(module, guard_names, where.extents, rules.made_from, text)
     printer = Printer(module)
     module = clean_imports(
         module,

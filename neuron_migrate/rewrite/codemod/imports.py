@@ -47,7 +47,7 @@ from neuron_migrate.rewrite.codemod.transforms.launch import (
 from neuron_migrate.ruleset import Rule, RuleSet
 
 GUARD_RULE = "NM198"
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # Why a torch_xla import stays: its module is used, only tested by a guard, or nothing says.
 Why = Literal["used", "tested"] | None
 
@@ -182,7 +182,7 @@ def _catches_import_error(node: cst.Try) -> bool:
         kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
         for kind in kinds:
             expr = kind.value if isinstance(kind, cst.Element) else kind
-            if dotted(expr) in _IMPORT_ERRORS:  # type: ignore[arg-type]
+            if dotted(expr) in IMPORT_ERRORS:  # type: ignore[arg-type]
                 return True
     return False
 

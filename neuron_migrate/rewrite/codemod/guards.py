@@ -1,0 +1,324 @@
+"""The guard pass, run on the rewritten tree before the import pass: an `if` that only asks
+whether torch_xla is there (`if xm is not None:`, `if xm:`, `if HAS_XLA:` where a torch_xla
+import's `try` sets HAS_XLA, and their negations) takes its torch_xla branch, once that branch
+reads no torch_xla name any more.
+
+On the device the migrated branch is the one to run, and the test would send the run down the
+other one (torch_xla is absent there). So the branch's statements take the `if`'s place and the
+other branch goes. A guard whose torch_xla branch still reads a torch_xla name (a site left for a
+person) stays as it was, and so does any other test of the name (`if xr and not xm:`): the
+import it reads keeps its NM198 / NM100 marker.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import libcst as cst
+
+from neuron_migrate.rewrite.codemod.imports import IMPORT_ERRORS
+from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
+from neuron_migrate.rewrite.codemod.recording import Extent
+from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
+from neuron_migrate.rewrite.codemod.spansets import SourceText
+from neuron_migrate.rewrite.codemod.statements import StatementCleanup, deleted
+
+
+def _is_torch_xla_import(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == "torch_xla" for a in node.names)
+    return (
+        isinstance(node, ast.ImportFrom)
+        and not node.level
+        and (node.module or "").split(".")[0] == "torch_xla"
+    )
+
+
+def _flags_set(body: Sequence[ast.stmt], value: bool) -> set[str]:
+    return {
+        target.id
+        for stmt in body
+        if isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Constant)
+        and stmt.value.value is value
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(k, ast.Name) and k.id in IMPORT_ERRORS for k in kinds)
+
+
+def availability_flags(tree: ast.AST) -> frozenset[str]:
+    """The names a `try` around a torch_xla import sets True after it and False in its
+    `except ImportError:` (`HAS_XLA`), and that nothing else assigns."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try) or not any(map(_is_torch_xla_import, node.body)):
+            continue
+        true = _flags_set([*node.body, *node.orelse], True)
+        for handler in node.handlers:
+            if _catches_import_error(handler):
+                found |= true & _flags_set(handler.body, False)
+    if not found:
+        return frozenset()
+    assigned = [
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id in found
+    ]
+    # each flag: once True, once False (per try); anything more and the test asks something else
+    return frozenset(name for name in found if assigned.count(name) == 2)
+
+
+def rebound(tree: ast.AST, names: frozenset[str]) -> frozenset[str]:
+    """Those of `names` something binds other than a torch_xla import or a statement right in
+    a `try` around one (`except ImportError: xm = None`): a parameter, a loop variable, another
+    assignment. A test of such a name may ask about something else."""
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(map(_is_torch_xla_import, node.body)):
+            clauses = [node.body, node.orelse, *(h.body for h in node.handlers)]
+            allowed.update(id(stmt) for clause in clauses for stmt in clause)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.arg in names:
+            found.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_torch_xla_import(node):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and id(node) in allowed:
+            continue
+        elif isinstance(node, ast.stmt):
+            for part in ast.walk(node) if not isinstance(node, _COMPOUND) else _targets(node):
+                if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                    found.add(part.id)
+    return frozenset(found & names)
+
+
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.Try,
+    ast.While,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+    ast.Match,
+)
+
+
+def _targets(node: ast.stmt) -> Iterable[ast.AST]:
+    """What a compound statement binds itself (its blocks are walked as statements)."""
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        yield from ast.walk(node.target)
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if item.optional_vars is not None:
+                yield from ast.walk(item.optional_vars)
+    elif isinstance(node, (ast.If, ast.While)):
+        yield from ast.walk(node.test)  # a walrus
+
+
+def _guard(test: cst.BaseExpression, names: frozenset[str]) -> bool | None:
+    """True for a test that asks whether torch_xla is there (`xm`, `xm is not None`, `HAS_XLA`),
+    False for its negation (`not xm`, `xm is None`), None for any other test."""
+    if isinstance(test, cst.Name):
+        return True if test.value in names else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _guard(test.expression, names)
+        return None if inner is None else not inner
+    if (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value in names
+        and len(test.comparisons) == 1
+    ):
+        target = test.comparisons[0]
+        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, cst.IsNot):
+                return True
+            if isinstance(target.operator, cst.Is):
+                return False
+    return None
+
+
+class GuardResolution(StatementCleanup, PrunedTransformer):
+    def __init__(
+        self,
+        names: frozenset[str],
+        extents: Mapping[cst.CSTNode, Extent],
+        made_from: dict[object, Extent],
+        source: SourceText,
+    ) -> None:
+        super().__init__()
+        self.names = names
+        self.extents = extents
+        self.made_from = made_from
+        self.words = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        self.mentions = source.occurrences(self.words.pattern)
+        self.elifs: set[int] = set()  # the `if` nodes that are an `elif` clause, by id
+
+    def wanted(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        return (
+            kind not in INERT
+            and kind not in EXPRESSIONS
+            and self.mentions.within(self.extents.get(node) or self.made_from.get(node))
+        )
+
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
+        skipped = original is self._skipped
+        result = super().on_leave(original, updated)
+        if not skipped and isinstance(result, cst.CSTNode) and result is not original:
+            # A node rebuilt here stands where `original` was: the import pass asks where.
+            extent = self.extents.get(original) or self.made_from.get(original)
+            if extent is not None:
+                self.made_from[result] = extent
+        return result
+
+    def _reads_none(self, statements: Iterable[cst.BaseStatement]) -> bool:
+        code = cst.Module(body=list(statements)).code  # type: ignore[arg-type]
+        return not self.words.search(code)
+
+    def _taken(
+        self, node: cst.CSTNode, kept: Sequence[cst.BaseStatement] | None
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        """What stands in place of the `if`: the statements of the branch it takes (comments
+        above the `if` go above them; a `pass` among others goes), or nothing."""
+        leading = list(getattr(node, "leading_lines", ()))
+        if not kept:
+            return deleted(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=leading))
+        out: list[cst.BaseStatement] = []
+        for k, stmt in enumerate(kept):
+            if k == 0:
+                own = list(getattr(stmt, "leading_lines", ()))
+                stmt = stmt.with_changes(leading_lines=[*leading, *own])
+            if _is_pass(stmt):
+                stmt = deleted(stmt)  # type: ignore[arg-type]
+            out.append(stmt)
+        return cst.FlattenSentinel(out)
+
+    def leave_If(
+        self, original: cst.If, updated: cst.If
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        if isinstance(updated.orelse, cst.If) or id(original) in self.elifs:
+            return updated  # an `elif` chain: more than one question
+        if _header_comment(updated.body) or (
+            updated.orelse is not None and _header_comment(updated.orelse.body)
+        ):
+            return updated  # a comment on a header line would be lost
+        orelse = _statements(updated.orelse.body) if updated.orelse is not None else None
+        return self._resolved(updated, updated.test, _statements(updated.body), orelse)
+
+    def leave_OpaqueStatement(
+        self, original: OpaqueStatement, updated: OpaqueStatement
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        """A whole `if` without a site (`if not HAS_XLA: return 0`): parsed when it is a guard."""
+        if not updated.cut.text.startswith("if") or not self.words.search(updated.cut.text):
+            return updated
+        parsed: cst.BaseStatement = updated.parse().body[0]
+        if updated.cut.indent:
+            assert isinstance(parsed, cst.If) and isinstance(parsed.body, cst.IndentedBlock)
+            parsed = parsed.body.body[0]
+        if not isinstance(parsed, cst.If):
+            return updated
+        resolved = self.leave_If(parsed, parsed.with_changes(leading_lines=updated.leading_lines))
+        return updated if resolved is not None and _unchanged(resolved, parsed) else resolved
+
+    def leave_OpaqueCompound(
+        self, original: OpaqueCompound, updated: OpaqueCompound
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        texts = updated.headers.texts
+        if not texts[0].startswith("if") or len(texts) > 2:
+            return updated
+        if len(texts) == 2 and not re.fullmatch(r"else\s*:\s*\n?", texts[1]):
+            return updated
+        try:
+            parsed: cst.BaseStatement = updated.parse_headers().body[0]
+        except cst.ParserSyntaxError:
+            return updated
+        if updated.headers.indent:
+            assert isinstance(parsed, cst.If) and isinstance(parsed.body, cst.IndentedBlock)
+            parsed = parsed.body.body[0]
+        if not isinstance(parsed, cst.If) or "#" in texts[0]:
+            return updated  # a comment on the header line would be lost
+        orelse = updated.bodies[1].body if len(texts) == 2 else None
+        return self._resolved(updated, parsed.test, updated.bodies[0].body, orelse)
+
+    def _resolved(
+        self,
+        node: cst.BaseStatement,
+        test: cst.BaseExpression,
+        body: Sequence[cst.BaseStatement],
+        orelse: Sequence[cst.BaseStatement] | None,
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        present = _guard(test, self.names)
+        if present is None:
+            return node
+        taken = body if present else orelse
+        if not self._reads_none(taken or ()):
+            return node
+        return self._taken(node, taken)
+
+
+def _unchanged(resolved: object, parsed: cst.If) -> bool:
+    return isinstance(resolved, cst.If) and resolved.deep_equals(
+        parsed.with_changes(leading_lines=resolved.leading_lines)
+    )
+
+
+def _header_comment(body: cst.BaseSuite) -> bool:
+    if isinstance(body, cst.IndentedBlock):
+        return body.header.comment is not None
+    assert isinstance(body, cst.SimpleStatementSuite)
+    return body.trailing_whitespace.comment is not None
+
+
+def _statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    assert isinstance(body, cst.SimpleStatementSuite)
+    return [cst.SimpleStatementLine(body=body.body)]
+
+
+def _is_pass(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Pass)
+        and stmt.trailing_whitespace.comment is None
+        and not any(line.comment for line in stmt.leading_lines)
+    )
+
+
+def resolve_guards(
+    module: cst.Module,
+    names: frozenset[str],
+    extents: Mapping[cst.CSTNode, Extent],
+    made_from: dict[object, Extent],
+    source: SourceText,
+) -> cst.Module:
+    """`module` with each availability guard of `names` (the names torch_xla imports bind, and
+    the flags their `try` sets) that reads no torch_xla name in its torch_xla branch replaced
+    by that branch. Each node rebuilt is entered in `made_from` with its original's extent."""
+    if not names:
+        return module
+    return module.visit(GuardResolution(names, extents, made_from, source))

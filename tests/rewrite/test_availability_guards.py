@@ -1,0 +1,78 @@
+"""Availability guards around migrated torch_xla code take their torch_xla branch; any other
+test of the name stays as it was (fixtures/rewrite/availability_guards.* holds a whole script)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+
+TRY_XLA = (
+    "import torch\n\ntry:\n    import torch_xla\n    import torch_xla.core.xla_model as xm\n"
+    "except ImportError:\n    torch_xla = None\n\n"
+)
+
+RESOLVED = {
+    "module level, with an else": (
+        TRY_XLA + "if torch_xla is not None:\n    device = xm.xla_device()\n"
+        "else:\n    device = torch.device('cuda')\nprint(device)\n",
+        '\ndevice = torch.device("neuron")\nprint(device)\n',
+    ),
+    "a negative guard that raises": (
+        TRY_XLA + "def main():\n    if xm is None:\n        raise RuntimeError('needs torch_xla')\n"
+        "    return xm.xla_device()\n",
+        '\ndef main():\n    return torch.device("neuron")\n',
+    ),
+    "a guard left with nothing in it": (
+        TRY_XLA + "def sync():\n    if xm:\n        xm.mark_step()\n",
+        "\ndef sync():\n    pass\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESOLVED))
+def test_guard_around_migrated_code_takes_the_torch_xla_branch(name):
+    source, tail = RESOLVED[name]
+    new = rewrite_source(source).new
+    assert new.endswith(tail), new
+    assert rewrite_source(new).new == new
+
+
+KEPT = {
+    # `xm` is the function's own parameter here, not the module
+    "a parameter of the same name": (
+        "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n\n"
+        "def f(xm, t):\n    t = t.to(torch_xla.device())\n    if xm is not None:\n"
+        "        return t\n    return None\n\n\ndef g():\n    return xm.xla_device()\n",
+        "    if xm is not None:\n        return t\n",
+    ),
+    # an `elif` asks more than one question
+    "an elif": (
+        TRY_XLA + "def pick(n):\n    if xm.xrt_world_size() > n:\n        return None\n"
+        "    elif xm is not None:\n        return xm.xla_device()\n"
+        "    return torch.device('cpu')\n",
+        "    elif xm is not None:\n",
+    ),
+    # a test combined with another one
+    "a combined test": (
+        TRY_XLA + "def pick(cuda):\n    if xm is not None and not cuda:\n"
+        "        return xm.xla_device()\n    return None\n",
+        "    if xm is not None and not cuda:\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_other_tests_of_the_name_stay(name):
+    source, kept = KEPT[name]
+    new = rewrite_source(source).new
+    ast.parse(new)
+    assert kept in new
+    assert rewrite_source(new).new == new
+
+
+def test_a_comment_on_the_guards_line_keeps_the_guard():
+    source = TRY_XLA + "def sync():\n    if xm is not None:  # TPU only\n        xm.mark_step()\n"
+    assert "    if xm is not None:  # TPU only\n" in rewrite_source(source).new
