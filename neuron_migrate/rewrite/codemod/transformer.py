@@ -38,6 +38,7 @@ from neuron_migrate.rewrite.codemod.spansets import SpanSet
 from neuron_migrate.rewrite.codemod.statements import DeletedStatement, StatementCleanup, deleted
 from neuron_migrate.rewrite.codemod.targets import CallTarget, LiteralTarget, StatementTarget
 from neuron_migrate.rewrite.codemod.templates import apply_template, parenthesize
+from neuron_migrate.scan.analyzer.fixability import fix_blocker
 
 # Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
 _TIGHT_PARENTS = (
@@ -171,12 +172,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.comments[id(target)].append((todo_text(ruled.rule), node))
 
     def allowed(self, ruled: RuledSite) -> bool:
-        rule = ruled.rule
-        return (
-            not ruled.site.ambiguous
-            and rule.rewrite is not None
-            and (rule.safety == "safe" or self.ctx.unsafe)
-        )
+        return fix_blocker(ruled.rule, ruled.site, unsafe=self.ctx.unsafe) is None
 
     def defer(
         self, edits: list[tuple[cst.CSTNode, targets.CallEdit]], ruled: RuledSite | None = None

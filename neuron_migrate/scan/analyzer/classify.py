@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.fixability import fix_blocker, follower_blocker, needed_by
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
 from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
@@ -87,6 +88,8 @@ class _Classifier:
         # Each line normalised once (a minified line may hold thousands of findings).
         self.normalised_lines: dict[int, str] = {}
         self.fingerprints = Fingerprints(path)
+        # torch_xla call sites by the call's span: a reference given to one follows its fate.
+        self.xla_calls: dict[tuple[int, int, int, int], Site] = {}
 
     def _normalised(self, line: int) -> str:
         """The line's text with its runs of whitespace as one space: what fingerprints hold."""
@@ -152,16 +155,51 @@ class _Classifier:
                 message=f"name has several possible meanings ({meanings}); left for a person",
             )
             return
+        blocker = self.blocker(rule, site) if rule.has_rewrite else None
         self.add(
             site,
             rule,
             category=category,
             status="xla",
             api=api,
-            message=rule.summary,
+            message=rule.summary
+            if blocker is None
+            else f"{rule.summary} (not rewritten: {blocker})",
             replacement=rule.replacement,
-            fixable=rule.has_rewrite,
+            fixable=rule.has_rewrite and blocker is None,
         )
+
+    def blocker(self, rule: Rule, site: Site) -> str | None:
+        """Why `rewrite` leaves the site for a person (`fixability`), None when it rewrites it."""
+        call = self.xla_calls.get(site.argument_of) if site.argument_of else None
+        if call is not None:
+            call_rule = self.ctx.rules.for_reference(call.qualname or "")
+            if call_rule is not None and call_rule.match.analyzer is not None:
+                call_rule = None
+            if (reason := follower_blocker(rule, call_rule, call)) is not None:
+                return reason
+        return fix_blocker(rule, site)
+
+    def settle_side_effect_imports(self) -> None:
+        """A side-effect import stays while a site that needs it is left for a person (the
+        rule's `needed_by`): then it is not fixable either."""
+        findings = self.out.findings
+        holders = [
+            (i, codes)
+            for i, f in enumerate(findings)
+            if f.fixable and (codes := needed_by(self.ctx.rules.get(f.code)))
+        ]
+        if not holders:
+            return
+        left = {f.code for f in findings if not f.fixable and f.status == "xla"}
+        for i, codes in holders:
+            finding = findings[i]
+            kept_by = sorted(codes & left)
+            if kept_by:
+                reason = f"kept while {', '.join(kept_by)} sites are left for a person"
+                findings[i] = finding._replace(
+                    fixable=False, message=f"{finding.message} (not rewritten: {reason})"
+                )
 
     # -- per site kind ----------------------------------------------------------------------
 
@@ -405,6 +443,12 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
         s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
     )
     classifier = _Classifier(ctx, path, lines, imports_torch)
+    classifier.xla_calls = {
+        s.call_span: s
+        for s in sites
+        if s.kind == "call" and s.call_span and (s.qualname or "").startswith("torch_xla")
+    }
     for site in sites:
         classifier.classify(site)
+    classifier.settle_side_effect_imports()
     return classifier.out

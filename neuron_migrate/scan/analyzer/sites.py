@@ -109,6 +109,15 @@ class Site(NamedTuple):
     # "unknown"; see `placement`). "" for every other site.
     placement: str = ""
     compiled: int = 0  # inside a region compiled for the neuron backend: the torch.compile line
+    # Discarded calls: the statement is alone on its line (not after `if c:`, no semicolon).
+    own_line: bool = False
+    literal: bool = False  # idioms: the node is one plain string literal
+    # Why `rewrite` leaves the site for a person, where its shape says so ("" when nothing does):
+    # read by `fixability.fix_blocker`, which the scan and the codemod both ask.
+    blocked: str = ""
+    # A reference passed straight to a call (`xm.reduce_scatter(xm.REDUCE_SUM, ...)`): that
+    # call's span. Its fate follows the call's when the call is torch_xla's.
+    argument_of: Span | None = None
 
     @property
     def span(self) -> Span:
@@ -167,6 +176,49 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     if node is None or value is None or not _XLA_DEVICE.match(value):
         return []
     return [(node, value)]
+
+
+def _autocast_device_blocker(call: ast.Call, argument: ast.expr | None, node: ast.expr) -> str:
+    """Why a device string given to an autocast is left for a person: unpacked arguments may
+    pass a dtype, which one written out would clash with; a branch of a conditional without a
+    dtype keyword would get a dtype that changes the other device's autocast too."""
+    if node is argument:
+        unpacked = any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        )
+        return "unpacked arguments may pass a dtype" if unpacked else ""
+    if _keyword(call, "dtype") is None:
+        return "a branch of a conditional device: a dtype written out would change the other's"
+    return ""
+
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _main_guard(node: ast.AST) -> bool:
+    """`if __name__ == "__main__":` without an `else`."""
+    if not isinstance(node, ast.If) or node.orelse:
+        return False
+    test = node.test
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and _string(test.comparators[0]) == "__main__"
+    )
+
+
+def _under_condition(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether a compound statement other than the main guard lies between `node` and its
+    function, class or module."""
+    parent = parents.get(id(node))
+    while parent is not None and not isinstance(parent, _SCOPES):
+        if isinstance(parent, _COMPOUND) and not _main_guard(parent):
+            return True
+        parent = parents.get(id(parent))
+    return False
 
 
 def _assigned_value(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
@@ -310,6 +362,8 @@ class _SiteFinder:
     def __init__(self, source: str, tree: ast.Module) -> None:
         self.model = NameModel(tree)
         self.columns = _Columns(source)
+        self.source = source
+        self.lines: list[str] | None = None  # split when a discarded call asks
         self.sites: list[Site] = []
         self.call_qualnames: dict[int, str] = {}  # id(Call) -> callee qualname
         self.chain_qualnames: dict[int, str] = {}  # id(Name/Attribute chain) -> qualname
@@ -328,12 +382,28 @@ class _SiteFinder:
         return site
 
     def call_fields(self, call: ast.Call) -> dict[str, object]:
+        discarded = isinstance(self.model.parents.get(id(call)), ast.Expr)
         return {
             "call_span": self.columns.span(call),
             "args": tuple(_literal(a) for a in call.args),
             "kwargs": tuple((k.arg or "**", _literal(k.value)) for k in call.keywords),
-            "discarded": isinstance(self.model.parents.get(id(call)), ast.Expr),
+            "discarded": discarded,
+            "own_line": discarded and self.alone_on_line(call),
         }
+
+    def alone_on_line(self, node: ast.expr) -> bool:
+        """Nothing but blanks before `node` on its first line, and nothing but blanks or a
+        comment after it on its last (no `if c:` header, no other statement beside it)."""
+        if self.lines is None:
+            self.lines = self.source.splitlines()
+        line, col, end_line, end_col = self.columns.span(node)
+        if end_line > len(self.lines):
+            return False
+        before = self.lines[line - 1][:col]
+        after = self.lines[end_line - 1][end_col:].strip()
+        if after.startswith(";"):  # a semicolon that ends the line separates nothing
+            after = after[1:].strip()
+        return not before.strip() and (not after or after.startswith("#"))
 
     # -- references to imported names -----------------------------------------------------------
 
@@ -405,6 +475,9 @@ class _SiteFinder:
             if resolution.ambiguous
             else (),
         }
+        caller = self.model.parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
+        if not is_call and isinstance(caller, ast.Call) and caller.func is not chain:
+            fields["argument_of"] = self.columns.span(caller)
         if is_call:
             assert isinstance(parent, ast.Call)
             fields.update(self.call_fields(parent))
@@ -523,19 +596,32 @@ class _SiteFinder:
             elif kind is ast.arguments:
                 self.device_defaults(node, guarded)  # type: ignore[arg-type]
 
-    def idiom(self, kind: str, node: ast.AST, detail: str | None, guarded: bool) -> None:
+    def idiom(
+        self, kind: str, node: ast.AST, detail: str | None, guarded: bool, blocked: str = ""
+    ) -> None:
         if kind == "xla-device-string":
             if id(node) in self.device_strings:
                 return  # `device = "xla"` read as an autocast's device type too
             self.device_strings.add(id(node))
-        self.site("idiom", node, idiom=kind, detail=detail, guarded=guarded)
+        literal = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        self.site(
+            "idiom",
+            node,
+            idiom=kind,
+            detail=detail,
+            guarded=guarded,
+            literal=literal,
+            blocked=blocked,
+        )
 
     def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
         qualname = self.call_qualnames.get(id(call))
+        autocast = qualname in _TORCH_AUTOCASTS
         for kw in call.keywords:
             if kw.arg in ("device", "device_type"):
                 for node, value in _device_strings(kw.value):
-                    self.idiom("xla-device-string", node, value, guarded)
+                    blocked = _autocast_device_blocker(call, kw.value, node) if autocast else ""
+                    self.idiom("xla-device-string", node, value, guarded, blocked)
         func = call.func
         first = call.args[0] if call.args else None
         first_string = _string(first)
@@ -549,7 +635,8 @@ class _SiteFinder:
                 "torch.amp.GradScaler",
             ):
                 for node, value in _device_strings(first):
-                    self.idiom("xla-device-string", node, value, guarded)
+                    blocked = _autocast_device_blocker(call, first, node) if autocast else ""
+                    self.idiom("xla-device-string", node, value, guarded, blocked)
         if (
             first_string
             and _XLA_DEVICE.match(first_string)
@@ -654,6 +741,7 @@ class _SiteFinder:
             detail=detail,
             call_span=span,
             guarded=guarded,
+            blocked="" if sure else "the variable may hold another device's type",
         )
 
     def xla_group_options(self, options: ast.expr | None, guarded: bool) -> None:
@@ -821,7 +909,9 @@ class _SiteFinder:
         value = _string(key)
         if self.spawns and value in _RENDEZVOUS_ENV and self.chain_env(key):
             assert key is not None
-            self.idiom("spawn-rendezvous-env", key, value, guarded)
+            conditional = _under_condition(key, self.model.parents)
+            blocked = "set under a condition: a person decides" if conditional else ""
+            self.idiom("spawn-rendezvous-env", key, value, guarded, blocked)
 
     def chain_env(self, key: ast.expr | None) -> bool:
         """Whether `key` is the key of os.environ itself (not of a copy for a child)."""

@@ -156,9 +156,7 @@ def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
         return None
     if not (is_none(values.get("groups")) and is_none(values.get("output"))):
         return None
-    dim = values["scatter_dim"]
-    if not (isinstance(dim, cst.Integer) and dim.evaluated_value == 0):
-        return None  # another dimension needs a transpose around the call: a person decides
+    # another scatter_dim needs a transpose around the call: `fix_blocker` leaves it
     value = values["input"]
     if not isinstance(value, (cst.Name, cst.Attribute)):
         return None  # evaluated three times below (and a list literal is the coalesced form)

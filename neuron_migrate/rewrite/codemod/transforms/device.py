@@ -158,8 +158,9 @@ def autocast(t: CallTarget) -> cst.BaseExpression | None:
 @expression("autocast-dtype")
 def autocast_dtype(t: CallTarget) -> cst.BaseExpression | None:
     """torch.autocast(device_type=dt) -> ..., dtype=torch.bfloat16), when the analyzer found `dt`
-    holds one XLA device string (site detail "xla"): XLA's autocast dtype, not float16."""
-    if t.site.detail != "xla" or keyword_value(t.call, "dtype") is not None:
+    holds one XLA device string (site detail "xla"; `fix_blocker` leaves the others): XLA's
+    autocast dtype, not float16."""
+    if keyword_value(t.call, "dtype") is not None:
         return None
     return add_keyword(t.call, "dtype", render("torch.bfloat16", t.ctx))
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound
 from neuron_migrate.rewrite.codemod.targets import LiteralTarget, literal
 from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
@@ -34,19 +32,17 @@ def device_string(t: LiteralTarget) -> cst.SimpleString | None:
     if match is None:
         return None
     call = t.enclosing_call()
-    if call is not None and t.ctx.qualname_of_call(call) in _AUTOCAST:
-        given = _dtype_given(call)
-        if given is None:
-            return None  # `*args` or `**kwargs` may pass a dtype: one written out may clash
-        if not given:
-            # torch_xla's autocast used bfloat16 on Neuron; PyTorch's default for the device
-            # is float16, so the dtype is written out.
-            bf16 = render("torch.bfloat16", t.ctx)
-            t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
-    elif _autocast_of_a_branch(t):
-        # `torch.autocast("xla" if tpu else "cuda")`: a dtype written out for the neuron branch
-        # would change the other device's
-        return None
+    # Unpacked arguments, which may pass a dtype, and a branch of a conditional given to an
+    # autocast without one leave the site (`Site.blocked`).
+    if (
+        call is not None
+        and t.ctx.qualname_of_call(call) in _AUTOCAST
+        and _dtype_given(call) is False
+    ):
+        # torch_xla's autocast used bfloat16 on Neuron; PyTorch's default for the device
+        # is float16, so the dtype is written out.
+        bf16 = render("torch.bfloat16", t.ctx)
+        t.deferred.append((call, lambda c: add_keyword(c, "dtype", bf16)))
     return replace_value(t.literal, "neuron" + (match.group("index") or ""))
 
 
@@ -57,23 +53,6 @@ def _dtype_given(call: cst.Call) -> bool | None:
         return None
     positional = [arg for arg in call.args if arg.keyword is None]
     return len(positional) > 1 or keyword_value(call, "dtype") is not None
-
-
-def _autocast_of_a_branch(t: LiteralTarget) -> bool:
-    """The literal is a branch of a conditional passed to an autocast without a dtype."""
-    parents = list(t.parents)
-    if not parents or not isinstance(parents[-1], cst.IfExp):
-        return False
-    while parents and isinstance(parents[-1], cst.IfExp):
-        parents.pop()
-    if len(parents) < 2 or not isinstance(parents[-1], cst.Arg):
-        return False
-    call = parents[-2]
-    return (
-        isinstance(call, cst.Call)
-        and t.ctx.qualname_of_call(call) in _AUTOCAST
-        and keyword_value(call, "dtype") is None
-    )
 
 
 @literal("replace-literal")
@@ -126,37 +105,13 @@ def env_var(t: LiteralTarget) -> cst.SimpleString | None:
 def spawn_rendezvous_env(t: LiteralTarget) -> cst.SimpleString | None:
     """MASTER_ADDR / MASTER_PORT set by a script whose spawn becomes a torchrun launch: the
     setting becomes a default (`os.environ.setdefault`), so torchrun's address wins and the
-    script run by itself keeps its own; unless it runs under a condition or the spawn is left
-    for a person."""
-    if t.ctx.spawn_kept or _conditional(t.parents):
+    script run by itself keeps its own; unless the spawn is left for a person (a setting under
+    a condition is left by `fix_blocker`, from the site)."""
+    if t.ctx.spawn_kept:
         return None
     t.delete_statement = True
     t.keep_as_default = True
     return t.literal
-
-
-def _conditional(parents: Sequence[cst.CSTNode]) -> bool:
-    """Whether a compound statement other than `if __name__ == "__main__":` lies between the
-    node and its function or module."""
-    for node in reversed(parents):
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
-        if isinstance(node, cst.If) and _MAIN_GUARD.match(cst.Module([]).code_for_node(node.test)):
-            continue
-        if isinstance(node, OpaqueCompound):
-            header = node.headers.texts[0]
-            if _SCOPE.match(header):
-                return False
-            if _MAIN_GUARD.match(header.removeprefix("if").strip()) and len(node.bodies) == 1:
-                continue
-            return True
-        if isinstance(node, cst.BaseCompoundStatement):
-            return True
-    return False
-
-
-_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]\s*:?$""")
-_SCOPE = re.compile(r"(@|def\b|async\s+def\b|class\b)")
 
 
 @literal("keep")

@@ -49,9 +49,8 @@ def delete_call_statement(t: StatementTarget) -> list[NewStatement] | None:
 
 @statement("master-print")
 def master_print(t: StatementTarget) -> list[NewStatement] | None:
-    """xm.master_print(*args, fd=sys.stdout, local=False, flush=False) -> a guarded print."""
-    if not (t.is_expression_statement and t.alone):
-        return None
+    """xm.master_print(*args, fd=sys.stdout, local=False, flush=False) -> a guarded print (a
+    call statement on a line of its own: `fix_blocker`)."""
     local = False
     print_args: list[cst.Arg] = []
     for arg in t.call.args:
@@ -102,9 +101,8 @@ def _on_master(
 @statement("save-on-master")
 def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
     """xm.save(data, file_or_path, master_only=True, global_master=False) -> torch.save of the
-    data moved to the CPU, on the master only."""
-    if not (t.is_expression_statement and t.alone):
-        return None
+    data moved to the CPU, on the master only (a call statement on a line of its own:
+    `fix_blocker`)."""
     values = bind_arguments(t.call, ("data", "file_or_path", "master_only", "global_master"))
     values = values or bind_arguments(t.call, ("data", "path", "master_only", "global_master"))
     if values is None:
@@ -126,9 +124,8 @@ def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
 @statement("rendezvous")
 def rendezvous(t: StatementTarget) -> list[NewStatement] | None:
     """xm.rendezvous(tag, payload=b'', replicas=[]) without a payload -> a barrier, when a
-    process group exists (a single process had nothing to wait for)."""
-    if not (t.is_expression_statement and t.alone):
-        return None
+    process group exists (a single process had nothing to wait for). A call statement on a
+    line of its own: `fix_blocker`."""
     values = bind_arguments(t.call, ("tag", "payload", "replicas"))
     if values is None:
         return None

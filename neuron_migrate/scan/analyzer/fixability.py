@@ -1,0 +1,78 @@
+"""Whether `rewrite` changes a site: the one answer the scan's `fixable` and the codemod share.
+
+The codemod asks `fix_blocker` before it transforms a site and marks the site for a person when
+it answers a reason; the scan reports `fixable` only when it answers None. What decides rests on
+the site's shape as the analyzer saw it (`Site`, its `blocked` reason included), never on a
+second reading of the code. A transform that still declines for a reason of its own is not
+foreseen here: `tests/rewrite/test_fixable_agreement.py` names each such case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.sites import Site
+
+# Statement transforms that replace a call only when it is a statement of its own line: what
+# they write is one or more whole statements (an `if` around a barrier or a save), which
+# cannot stand after `if c:` on one line or beside another statement.
+OWN_LINE_TRANSFORMS = frozenset({"rendezvous", "master-print", "save-on-master"})
+
+
+def _reduce_scatter(site: Site) -> str:
+    """xm.reduce_scatter(reduce_type, input, scale, scatter_dim, ...): only dimension 0 has a
+    native twin without a transpose around the call."""
+    given = dict(site.kwargs)
+    dim = site.args[3] if len(site.args) > 3 else given.get("scatter_dim")
+    return "" if dim == "0" else "scatter_dim other than 0 needs a transpose: a person decides"
+
+
+_PRECONDITIONS: dict[str, Callable[[Site], str]] = {"reduce-scatter": _reduce_scatter}
+
+
+def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
+    """Why `rewrite` (with `--unsafe-fixes` when `unsafe`) leaves `site` for a person, or None
+    when its rule's transform is applied."""
+    rewrite = rule.rewrite
+    if rewrite is None:
+        return "no rewrite for this rule"
+    if site.ambiguous:
+        return "the name has several possible meanings"
+    if rule.safety != "safe" and not unsafe:
+        return "rewritten only with --unsafe-fixes"
+    if site.blocked:
+        return site.blocked
+    if site.kind == "import" and site.guarded:
+        return "an import under an availability guard stays, with a marker"
+    transform = rewrite.transform or ""
+    if transform in OWN_LINE_TRANSFORMS and not (site.discarded and site.own_line):
+        return "rewritten only as a call statement on a line of its own"
+    if site.kind == "idiom" and site.call_span is None and not site.literal:
+        return "the value is not written here as a string literal"
+    precondition = _PRECONDITIONS.get(transform)
+    return (precondition(site) or None) if precondition is not None else None
+
+
+# Transforms whose reference, given to a torch_xla call, is converted by that call's transform
+# or left with it (`xm.REDUCE_SUM` in `xm.reduce_scatter(...)`): its fate is the call's.
+FOLLOWS_ENCLOSING_CALL = frozenset({"reduce-op"})
+
+
+def follower_blocker(
+    rule: Rule, call_rule: Rule | None, call: Site, *, unsafe: bool = False
+) -> str | None:
+    """For a site of `rule` passed to the torch_xla call `call` (of `call_rule`, None when no
+    rule rewrites it): why it is left for a person, or None when it is rewritten."""
+    if rule.rewrite is None or rule.rewrite.transform not in FOLLOWS_ENCLOSING_CALL:
+        return None
+    if call_rule is None:
+        return "given to a torch_xla call no rule rewrites"
+    blocker = fix_blocker(call_rule, call, unsafe=unsafe)
+    return None if blocker is None else f"given to a call left for a person ({blocker})"
+
+
+def needed_by(rule: Rule) -> frozenset[str]:
+    """The codes whose sites, left for a person, keep this rule's side-effect import."""
+    codes = rule.rewrite.option("needed_by", "") if rule.rewrite else ""
+    return frozenset((codes or "").split())

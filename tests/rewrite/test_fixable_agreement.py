@@ -1,0 +1,89 @@
+"""The scan's `fixable` says what `rewrite` does with each site.
+
+For every Python file under fixtures/ (rewrite pairs, analyze fixtures, projects, e2e programs)
+and every torch_xla site, the scan's finding is `fixable` exactly when the codemod rewrites that
+site: its `Outcome` for the rule and line says "rewritten" (an import, which the codemod removes
+without an outcome, is rewritten when the rewritten file no longer imports it). Both sides ask
+`scan.analyzer.fixability.fix_blocker`; a disagreement is a shape one side decides alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.matrix.versions import newest_version
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+from neuron_migrate.scan.analysis import analyze_source
+from neuron_migrate.scan.analyzer.sites import find_sites
+from neuron_migrate.scan.scan_data import Context, context_for
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FILES = sorted(p for p in FIXTURES.rglob("*.py") if "torch_xla" in p.read_text())
+# Findings of torch_xla code and XLA idioms: the sites the codemod acts on.
+XLA_CATEGORIES = ("torch_xla", "xla_idiom", "ambiguous")
+
+
+@cache
+def _context() -> Context:
+    return context_for(newest_version())
+
+
+def disagreements(source: str) -> list[str]:
+    """One line for each site the scan and the rewrite judge differently."""
+    findings = analyze_source(source, "x.py", _context()).findings
+    result = rewrite_source(source)
+    outcomes: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for outcome in result.outcomes:
+        outcomes[(outcome.code, outcome.line)].add(outcome.status)
+    imports = {s.line for s in find_sites(source) if s.kind == "import"}
+    still_imported = {s.qualname for s in find_sites(result.new) if s.kind == "import"}
+    out = []
+    seen: set[tuple[str, int]] = set()
+    for f in findings:
+        if f.category not in XLA_CATEGORIES:
+            continue
+        statuses = outcomes.get((f.code, f.line), set())
+        if f.line in imports and not statuses:
+            rewritten = f.api not in still_imported
+        else:
+            rewritten = statuses == {"rewritten"}
+        seen.add((f.code, f.line))
+        if f.fixable != rewritten:
+            done = sorted(statuses) or ["kept" if f.api in still_imported else "removed"]
+            out.append(f"{f.line} {f.code} {f.api}: scan fixable={f.fixable}, rewrite {done}")
+    for (code, line), statuses in sorted(outcomes.items()):
+        if "rewritten" in statuses and (code, line) not in seen:
+            out.append(f"{line} {code}: rewritten, but the scan reports no such site")
+    return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_scan_fixable_is_what_rewrite_does(path: Path) -> None:
+    assert disagreements(path.read_text()) == []
+
+
+def test_every_kind_of_fixture_is_compared() -> None:
+    kinds = {p.relative_to(FIXTURES).parts[0] for p in FILES}
+    assert {"rewrite", "analyze", "projects", "e2e"} <= kinds
+
+
+ONE_LINE_BODIES = """\
+import torch_xla.core.xla_model as xm
+
+
+def sync(ready):
+    if ready: xm.rendezvous("ready")
+    xm.master_print("go"); xm.rendezvous("go")
+    xm.rendezvous("done")
+"""
+
+
+def test_a_call_statement_sharing_its_line_is_not_fixable() -> None:
+    findings = analyze_source(ONE_LINE_BODIES, "x.py", _context()).findings
+    fixable = {(f.line, f.col): f.fixable for f in findings if f.code in ("NM306", "NM209")}
+    assert fixable == {(5, 14): False, (6, 4): False, (6, 27): False, (7, 4): True}
+    assert disagreements(ONE_LINE_BODIES) == []
