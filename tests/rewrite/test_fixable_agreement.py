@@ -87,3 +87,25 @@ def test_a_call_statement_sharing_its_line_is_not_fixable() -> None:
     fixable = {(f.line, f.col): f.fixable for f in findings if f.code in ("NM306", "NM209")}
     assert fixable == {(5, 14): False, (6, 4): False, (6, 27): False, (7, 4): True}
     assert disagreements(ONE_LINE_BODIES) == []
+
+
+LOADER_AND_STEPS = """\
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+
+
+def train(model, loader, optimizer, ready):
+    device = xm.xla_device()
+    para = pl.ParallelLoader(loader, [device])
+    for x in para.per_device_loader(device):
+        model(x).sum().backward()
+        xm.optimizer_step(optimizer)
+    while ready: xm.optimizer_step(optimizer, barrier=True)
+    return [xm.optimizer_step(optimizer) for _ in range(2)]
+"""
+
+
+def test_an_assigned_loader_and_steps_in_any_statement_agree() -> None:
+    findings = analyze_source(LOADER_AND_STEPS, "x.py", _context()).findings
+    assert {f.code for f in findings if f.fixable} >= {"NM403", "NM501"}
+    assert disagreements(LOADER_AND_STEPS) == []
