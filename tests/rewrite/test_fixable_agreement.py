@@ -109,3 +109,22 @@ def test_an_assigned_loader_and_steps_in_any_statement_agree() -> None:
     findings = analyze_source(LOADER_AND_STEPS, "x.py", _context()).findings
     assert {f.code for f in findings if f.fixable} >= {"NM403", "NM501"}
     assert disagreements(LOADER_AND_STEPS) == []
+
+
+ENV_READ_AND_SET = """\
+import os
+
+import torch_xla.core.xla_model as xm
+
+os.environ["PJRT_DEVICE"] = "TPU"
+HAS_XLA = os.environ.get("PJRT_DEVICE") is not None
+if os.environ.get("PJRT_DEVICE"):
+    device = xm.xla_device()
+"""
+
+
+def test_an_environment_variable_read_is_not_fixable_where_its_setting_is() -> None:
+    findings = analyze_source(ENV_READ_AND_SET, "x.py", _context()).findings
+    fixable = {f.line: f.fixable for f in findings if f.code == "NM701"}
+    assert fixable == {5: True, 6: False, 7: False}
+    assert disagreements(ENV_READ_AND_SET) == []

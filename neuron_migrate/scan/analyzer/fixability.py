@@ -28,6 +28,10 @@ def _reduce_scatter(site: Site) -> str:
     return "" if dim == "0" else "scatter_dim other than 0 needs a transpose: a person decides"
 
 
+# Literal transforms that delete the statement setting an environment variable (`env-var`
+# without `rename_to`; `spawn-rendezvous-env` keeps it as a default): a key read elsewhere stays.
+DELETING_TRANSFORMS = frozenset({"env-var", "spawn-rendezvous-env"})
+
 _PRECONDITIONS: dict[str, Callable[[Site], str]] = {"reduce-scatter": _reduce_scatter}
 
 
@@ -50,6 +54,9 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
         return "rewritten only as a call statement on a line of its own"
     if site.kind == "idiom" and site.call_span is None and not site.literal:
         return "the value is not written here as a string literal"
+    deletes = transform in DELETING_TRANSFORMS and not rewrite.option("rename_to")
+    if deletes and not site.env_setting:
+        return "the variable is read here, not set: a person decides"
     precondition = _PRECONDITIONS.get(transform)
     return (precondition(site) or None) if precondition is not None else None
 

@@ -118,6 +118,10 @@ class Site(NamedTuple):
     # A reference passed straight to a call (`xm.reduce_scatter(xm.REDUCE_SUM, ...)`): that
     # call's span. Its fate follows the call's when the call is torch_xla's.
     argument_of: Span | None = None
+    # Environment variable idioms: the key of a statement that sets or deletes the variable
+    # (`os.environ[K] = v`, `del os.environ[K]`, `os.environ.setdefault(K, v)` / `.pop(K)`,
+    # `os.putenv(K, v)`), which a rule may delete; a key read anywhere else is not.
+    env_setting: bool = False
 
     @property
     def span(self) -> Span:
@@ -176,6 +180,35 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     if node is None or value is None or not _XLA_DEVICE.match(value):
         return []
     return [(node, value)]
+
+
+_ENV_IDIOMS = frozenset({"xla-env-var", "spawn-rendezvous-env"})
+
+
+def _environ(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Attribute) and expr.attr == "environ"
+
+
+def _sets_environment(key: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether `key` is the key of a statement that sets or deletes an environment variable:
+    `os.environ[K] = v`, `del os.environ[K]`, `os.environ.setdefault(K, v)`, `.pop(K)`,
+    `os.putenv(K, v)`."""
+    parent = parents.get(id(key))
+    if isinstance(parent, ast.Subscript) and parent.slice is key and _environ(parent.value):
+        statement = parents.get(id(parent))
+        if isinstance(statement, ast.Assign):
+            return statement.targets == [parent]
+        return isinstance(statement, ast.Delete) and statement.targets == [parent]
+    if not (isinstance(parent, ast.Call) and parent.args and parent.args[0] is key):
+        return False
+    if not isinstance(parents.get(id(parent)), ast.Expr):
+        return False
+    func = parent.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in ("setdefault", "pop"):
+        return _environ(func.value)
+    return func.attr == "putenv" and isinstance(func.value, ast.Name) and func.value.id == "os"
 
 
 def _autocast_device_blocker(call: ast.Call, argument: ast.expr | None, node: ast.expr) -> str:
@@ -604,6 +637,7 @@ class _SiteFinder:
                 return  # `device = "xla"` read as an autocast's device type too
             self.device_strings.add(id(node))
         literal = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        setting = kind in _ENV_IDIOMS and _sets_environment(node, self.model.parents)
         self.site(
             "idiom",
             node,
@@ -612,6 +646,7 @@ class _SiteFinder:
             guarded=guarded,
             literal=literal,
             blocked=blocked,
+            env_setting=setting,
         )
 
     def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
