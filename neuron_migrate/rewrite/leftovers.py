@@ -4,7 +4,14 @@ torch_xla (every TorchNeuron machine), read from its new text with the standard 
 from __future__ import annotations
 
 import ast
+import re
 
+# A line that may import torch_xla: a statement starting with `import` or `from` (at the start
+# of a line or after a `;`, continued with backslashes) that names it. A cheap test before the
+# parse: markers and comments name torch_xla too.
+_IMPORTS_TORCH_XLA = re.compile(
+    r"(?:^|;)[ \t]*(?:import|from)\b[^\n]*(?:\\\n[^\n]*)*\btorch_xla\b", re.MULTILINE
+)
 # Handlers that catch a missing module: an import under them is an availability guard.
 _CATCHES_MISSING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # The rules whose markers sit on the imports themselves: they say what holds an import, they do
@@ -32,13 +39,14 @@ def unguarded_torch_xla_imports(source: str) -> list[int]:
     """The lines of the torch_xla imports in `source` that raise ModuleNotFoundError where
     torch_xla is missing: every one not inside a `try` that catches ImportError. (One in a
     function counts: it fails when the function runs.)"""
-    if "torch_xla" not in source:
+    if _IMPORTS_TORCH_XLA.search(source) is None:  # markers and comments name it too
         return []
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
     lines: list[int] = []
+    # Imports are statements: only statement lists are entered, never expressions.
     todo: list[ast.AST] = [tree]
     while todo:
         node = todo.pop()
@@ -52,5 +60,10 @@ def unguarded_torch_xla_imports(source: str) -> list[int]:
             if node.level == 0 and _is_torch_xla(node.module):
                 lines.append(node.lineno)
         else:
-            todo.extend(ast.iter_child_nodes(node))
+            for field in _STATEMENT_LISTS:
+                todo.extend(getattr(node, field, ()))
     return sorted(lines)
+
+
+# The fields that hold statements (or the handlers and cases that do).
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")

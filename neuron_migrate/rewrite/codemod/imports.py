@@ -93,6 +93,7 @@ class _Usage(NameCount):
         self.mentions = SpanSet(())  # where the words of the count in progress are
         self.words: re.Pattern[str] | None = None  # and what they are
         self._annotated: frozenset[str] | None = None
+        self._quoted: frozenset[str] | None = None  # the words of the source's quoted text
 
     def cover(self, words: Iterable[str]) -> None:
         """Count every mention of `words`, in one pass."""
@@ -107,12 +108,20 @@ class _Usage(NameCount):
 
     def uses_name(self, name: str) -> bool:
         self.cover([name])
-        return self.names[name] > 0 or name in self.annotated()
+        return self.names[name] > 0 or self._in_annotation(name)
 
     def only_tests(self, name: str) -> bool:
         """Whether `name` is read, but only by availability tests (`xm is None`, `if xm:`)."""
         self.cover([name])
-        return self.names[name] == 0 and self.tests[name] > 0 and name not in self.annotated()
+        return self.names[name] == 0 and self.tests[name] > 0 and not self._in_annotation(name)
+
+    def _in_annotation(self, name: str) -> bool:
+        # A name no quoted text of the source holds is in no string annotation: the common
+        # case, answered without parsing the source again.
+        if self._quoted is None:
+            quoted = " ".join(_QUOTED.findall(self.source.source))
+            self._quoted = frozenset(re.findall(r"\w+", quoted))
+        return name in self._quoted and name in self.annotated()
 
     def annotated(self) -> frozenset[str]:
         """The names string annotations read (`-> "XLAShardedTensor"`): an import they
@@ -149,6 +158,11 @@ class _Usage(NameCount):
                 self.parsed.add(id(node))
                 self.count(node.parse_headers())  # type: ignore[attr-defined]
         return True
+
+
+# Text after a quote, up to the next quote or the end of the line: what a string on one line
+# holds (and some text between strings, which only makes the test above less sharp).
+_QUOTED = re.compile(r"[\"']([^\"'\n]*)")
 
 
 def string_annotation_names(source: str) -> frozenset[str]:
