@@ -414,14 +414,16 @@ class _SiteFinder:
         self.sites.append(site)
         return site
 
-    def call_fields(self, call: ast.Call) -> dict[str, object]:
+    def call_fields(self, call: ast.Call, qualname: str | None = None) -> dict[str, object]:
+        """`qualname`: the callee's; only a torch_xla call's transforms ask for `own_line`."""
         discarded = isinstance(self.model.parents.get(id(call)), ast.Expr)
+        xla = discarded and qualname is not None and qualname.startswith("torch_xla")
         return {
             "call_span": self.columns.span(call),
             "args": tuple(_literal(a) for a in call.args),
             "kwargs": tuple((k.arg or "**", _literal(k.value)) for k in call.keywords),
             "discarded": discarded,
-            "own_line": discarded and self.alone_on_line(call),
+            "own_line": xla and self.alone_on_line(call),
         }
 
     def alone_on_line(self, node: ast.expr) -> bool:
@@ -513,7 +515,7 @@ class _SiteFinder:
             fields["argument_of"] = self.columns.span(caller)
         if is_call:
             assert isinstance(parent, ast.Call)
-            fields.update(self.call_fields(parent))
+            fields.update(self.call_fields(parent, qualname))
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
                 if qualname.partition(".")[0] == "torch":
