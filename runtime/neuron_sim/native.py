@@ -214,6 +214,7 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
         raise _refuse_memory_format(name)
 
     float64_as_float32 = policy.downcast_rule("float64") == "float32"
+    int64_as_int32 = policy.downcast_rule("int64") == "int32"
     engine.install(
         describe,
         first_use,
@@ -224,6 +225,7 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
         memory_format,
         LOCATION_SAMPLES,
         float64_as_float32,
+        int64_as_int32,
         _whole_ops_cached(),
     )
     trace.count_sources.append(sync_counts)

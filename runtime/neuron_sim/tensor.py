@@ -37,6 +37,8 @@ _DOWNCAST: dict[
     torch.dtype, torch.dtype
 ] = {}  # logical dtype -> storage dtype (float64 -> float32)
 _UPCAST: dict[torch.dtype, torch.dtype] = {}  # storage dtype -> logical dtype
+_NARROW_INT64 = False  # int64 runs as int32: its values are kept in int32 range
+_INT64 = torch.int64
 _ALLOWED_MEMORY_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 _MEMORY_FORMAT_MESSAGE = "Neuron tensors only support contiguous or preserve memory format"
 
@@ -160,6 +162,7 @@ class _Op:
         "refused",
         "reshapes",
         "views",
+        "wraps_written",
     )
 
     def __init__(self, func: OpOverload, record: OpRecord) -> None:
@@ -172,6 +175,8 @@ class _Op:
         self.host_results = _HOST_RESULTS.get(name)
         self.out_alias = _written_outputs(func)
         self.reshapes = self.out_alias is not None and _may_reshape_written(func)
+        # Not a c10d op's: gloo may still be writing its tensors when it returns.
+        self.wraps_written = self.out_alias is not None and not name.startswith("c10d::")
         # Views return tensors over their input's storage, which the ledger already counts.
         returns = func._schema.returns
         self.views = bool(returns) and all(ret.alias_info is not None for ret in returns)
@@ -246,7 +251,18 @@ def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> N
         wrapper._downcast = True
     if not counted and type(elem) is _Tensor:  # not the FakeTensors torch.compile traces with
         LEDGER.track(elem)
+        if dtype is _INT64 and _NARROW_INT64:
+            _wrap_int32(elem)
     return wrapper
+
+
+def _wrap_int32(elem: torch.Tensor) -> None:
+    """int64 runs as int32 (the matrix's rule): wrap every int64 value the device writes as an
+    int32 would wrap it. Arithmetic modulo 2**32 on values already in int32 range gives what
+    int32 kernels give, so computing in int64 and wrapping is computing in int32, while index
+    tensors keep the int64 dtype the CPU kernels ask for."""
+    if elem.numel():
+        elem.copy_(elem.to(torch.int32))
 
 
 def _mixing_error() -> RuntimeError:
@@ -361,6 +377,10 @@ def _torch_dispatch(
 
     if op.out_alias is not None:
         written = _written_arguments(op.out_alias, args, kwargs)
+        if _NARROW_INT64 and op.wraps_written and not tracing:
+            for tensor in written if type(written) is tuple else (written,):
+                if type(tensor) is NeuronTensor and tensor.dtype is _INT64:
+                    _wrap_int32(tensor._elem)
         # Not while torch.compile traces: a tracer's wrapper pointed at a real storage breaks
         # dynamo's fake copies of it (AOTAutograd's functional graph gets the shapes right).
         if op.reshapes and not tracing:
@@ -527,9 +547,10 @@ def _checked(device: torch.device) -> torch.device:
 
 def bind(policy: OpPolicy, neuron: torch.device) -> None:
     """Connect the dispatcher to the installed device and matrix (called once by `install`)."""
-    global _NEURON, _policy
+    global _NEURON, _policy, _NARROW_INT64
     _NEURON = neuron
     _policy = policy
+    _NARROW_INT64 = policy.downcast_rule("int64") == "int32"
     for logical in (torch.float64, torch.complex128):
         runs_as = policy.downcast_rule(_dtype_name(logical))
         if runs_as is not None:

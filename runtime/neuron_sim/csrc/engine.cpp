@@ -262,6 +262,7 @@ struct Callbacks {
 Callbacks* callbacks = nullptr;  // set by `install`; lives for the process
 int64_t location_samples = 1024;
 bool downcast_float64 = false;   // float64 stored as float64, computed as float32
+bool narrow_int64 = false;       // int64 stored as int64, its values kept in int32 range
 
 std::mutex states_mutex;
 std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpState>> states;
@@ -396,6 +397,15 @@ bool is_downcast(at::ScalarType t) {
 }
 at::ScalarType narrow(at::ScalarType t) { return t == at::kDouble ? at::kFloat : at::kComplexFloat; }
 at::ScalarType wider(at::ScalarType t) { return t == at::kFloat ? at::kDouble : at::kComplexDouble; }
+
+// int64 runs as int32 (the matrix's rule): every int64 value the device writes is wrapped as
+// an int32 would wrap it. Arithmetic modulo 2**32 on values already in int32 range gives what
+// int32 kernels give, so computing in int64 and wrapping the result is computing in int32,
+// while index tensors keep the int64 dtype the CPU kernels ask for.
+void wrap_int32(const at::Tensor& host) {
+  if (narrow_int64 && host.defined() && host.scalar_type() == at::kLong && host.numel() > 0)
+    host.copy_(host.to(at::kInt));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Device tensors and their CPU aliases.
@@ -659,6 +669,9 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       cpu_alias(arg.original).copy_(arg.alias);
     }
   }
+  // Written int64 arguments wrap to int32 range (not a c10d op's: gloo may still be writing).
+  if (narrow_int64 && schema.is_mutable() && !state.asynchronous)
+    for (auto& arg : device_args) wrap_int32(arg.alias);
 
   // Results: a CPU tensor over an alias's memory is the device tensor's (the argument itself,
   // or a view of it); a new CPU tensor becomes a device tensor when the op makes device ones.
@@ -686,6 +699,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (widen && (c.scalar_type() == at::kFloat || c.scalar_type() == at::kComplexFloat))
       result = c.to(wider(c.scalar_type()));
     if (!makes_device || (state.host_results >> position & 1)) return result;
+    wrap_int32(result);
     return device_result(result);
   };
   for (size_t r = 0; r < returns.size(); ++r) {
@@ -748,6 +762,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   account(state);
   at::Tensor target = on_device(dst) ? cpu_alias(dst) : dst;
   target.copy_(on_device(self) ? cpu_alias(self) : self, non_blocking);
+  if (on_device(dst)) wrap_int32(target);
   return dst;
 }
 
@@ -814,12 +829,13 @@ std::vector<std::unique_ptr<torch::Library>> libraries;
 void install(py::object describe, py::object first_use, py::object is_user_file,
              py::object location, py::object refuse, py::object downcast,
              py::object memory_format, int64_t samples, bool float64_as_float32,
-             const std::vector<std::string>& whole_ops) {
+             bool int64_as_int32, const std::vector<std::string>& whole_ops) {
   TORCH_CHECK(callbacks == nullptr, "the native neuron engine is installed already");
   callbacks = new Callbacks{describe, first_use, is_user_file, location,
                             refuse,   downcast,  memory_format};
   location_samples = samples;
   downcast_float64 = float64_as_float32;
+  narrow_int64 = int64_as_int32;
   at::RegisterPrivateUse1HooksInterface(new Hooks());
 
   auto fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_",
@@ -956,6 +972,7 @@ py::list graph_outputs(const py::sequence& outputs, const py::list& args, const 
         results.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(device_view(original, c))));
     } else if (k < on_device_outputs.size() && on_device_outputs[k] && c.defined() &&
                c.device().is_cpu()) {
+      wrap_int32(c);  // int64 a graph makes leaves it in int32 range (inside it, it is not)
       results.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(device_result(c))));
     } else {
       results.append(out);

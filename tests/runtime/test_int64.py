@@ -1,0 +1,71 @@
+"""int64 on the device: the matrix's dtype rule says it runs as int32 (values beyond int32 range
+overflow) with no warning; the tensor still reports int64 and comes back as int64."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.torch
+pytest.importorskip("torch")
+
+
+@pytest.fixture(params=["native", "python"], autouse=True)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("NEURON_MIGRATE_SIM_ENGINE", request.param)
+    return request.param
+
+
+NARROWED = """
+import warnings
+import torch
+
+warnings.filterwarnings("error", message=".*int64")  # the rule: int64 narrows silently
+big = 2**31 + 5
+
+# onto the device: the value wraps as an int32 does, the dtype stays int64
+x = torch.tensor([big, 7], device="neuron")
+assert x.dtype is torch.int64, x.dtype
+assert x.cpu().dtype is torch.int64
+assert x.cpu().tolist() == [big - 2**32, 7], x.cpu().tolist()
+assert torch.tensor([big]).to("neuron").item() == big - 2**32
+
+# a factory and arithmetic that leave int32 range overflow on the device
+assert torch.full((2,), big, device="neuron").cpu().tolist() == [big - 2**32] * 2
+y = torch.tensor([2**30, 3], device="neuron")
+assert (y * 4).cpu().tolist() == [0, 12], (y * 4).cpu().tolist()
+assert y.sum(dtype=torch.int64).item() == 2**30 + 3
+y.mul_(2)
+assert y.cpu().tolist() == [-(2**31), 6], y.cpu().tolist()
+assert torch.arange(3, device="neuron").cumsum(0).tolist() == [0, 1, 3]
+
+# on the host nothing changes
+assert torch.tensor([big]).tolist() == [big]
+
+# index tensors keep working: argmax, embedding, gather, scatter, nonzero, indexing
+scores = torch.tensor([[0.1, 0.9, 0.0], [0.7, 0.2, 0.1]], device="neuron")
+best = scores.argmax(dim=1)
+assert best.dtype is torch.int64 and best.tolist() == [1, 0]
+table = torch.nn.Embedding(4, 2).to("neuron")
+assert table(torch.tensor([[0, 3]], device="neuron")).shape == (1, 2, 2)
+picked = scores.gather(1, best[:, None]).flatten().cpu()
+assert torch.allclose(picked, torch.tensor([0.9, 0.7]))
+spread = torch.zeros(2, 3, device="neuron").scatter_(1, best[:, None], 1.0)
+assert spread.cpu().tolist() == [[0, 1, 0], [1, 0, 0]]
+nz = torch.nonzero(spread)
+assert nz.dtype is torch.int64 and nz.cpu().tolist() == [[0, 1], [1, 0]]
+assert scores[best, torch.tensor([0, 1], device="neuron")].shape == (2,)
+loss = torch.nn.functional.cross_entropy(scores, best)
+assert loss.item() > 0
+
+# a compiled graph's int64 results come back in int32 range too
+times_four = torch.compile(lambda t: (t * 4, t.argmax()), backend="neuron")
+wide, where = times_four(torch.tensor([2**30, 3], device="neuron"))
+assert wide.dtype is torch.int64 and wide.cpu().tolist() == [0, 12] and where.item() == 0
+print("INT64_OK")
+"""
+
+
+def test_int64_computes_as_int32_and_reports_int64(sim_run) -> None:
+    run = sim_run(NARROWED)
+    run.assert_finished("INT64_OK")
+    assert "NeuronDowncastWarning" not in run.err
