@@ -128,3 +128,18 @@ def test_an_environment_variable_read_is_not_fixable_where_its_setting_is() -> N
     fixable = {f.line: f.fixable for f in findings if f.code == "NM701"}
     assert fixable == {5: True, 6: False, 7: False}
     assert disagreements(ENV_READ_AND_SET) == []
+
+
+LOADER_PASSED_AROUND = """\
+import torch_xla.distributed.parallel_loader as pl
+
+
+def wrap(loader, device, make=pl.ParallelLoader):
+    return make(loader, [device])
+"""
+
+
+def test_a_transformed_function_passed_around_is_not_fixable() -> None:
+    findings = analyze_source(LOADER_PASSED_AROUND, "x.py", _context()).findings
+    assert [(f.code, f.fixable) for f in findings if f.code == "NM403"] == [("NM403", False)]
+    assert disagreements(LOADER_PASSED_AROUND) == []

@@ -17,6 +17,7 @@ import libcst as cst
 
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer import fixability
 from neuron_migrate.scan.analyzer.sites import Site
 
 NewStatement = cst.BaseStatement | cst.BaseSmallStatement
@@ -103,7 +104,7 @@ EXPRESSION: dict[str, ExpressionTransform] = {}
 STATEMENT: dict[str, StatementTransform] = {}
 LITERAL: dict[str, LiteralTransform] = {}
 # Expression transforms that act on a bare reference (`xm.REDUCE_SUM`); the others take calls.
-REFERENCE_TRANSFORMS = frozenset({"reduce-op"})
+REFERENCE_TRANSFORMS = fixability.REFERENCE_TRANSFORMS
 # Handled by the driver itself rather than by a function.
 BUILTIN = frozenset({"unwrap-step-context", "remove-unused-import"})
 

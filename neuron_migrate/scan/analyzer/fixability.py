@@ -28,6 +28,10 @@ def _reduce_scatter(site: Site) -> str:
     return "" if dim == "0" else "scatter_dim other than 0 needs a transpose: a person decides"
 
 
+# Transforms that act on a bare reference (`xm.REDUCE_SUM`); the others take calls, and a
+# reference to their function that is not called (passed around) is left for a person.
+REFERENCE_TRANSFORMS = frozenset({"reduce-op"})
+
 # Literal transforms that delete the statement setting an environment variable (`env-var`
 # without `rename_to`; `spawn-rendezvous-env` keeps it as a default): a key read elsewhere stays.
 DELETING_TRANSFORMS = frozenset({"env-var", "spawn-rendezvous-env"})
@@ -50,6 +54,13 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
     if site.kind == "import" and site.guarded:
         return "an import under an availability guard stays, with a marker"
     transform = rewrite.transform or ""
+    referenced = site.kind == "name"
+    if (
+        site.kind in ("name", "call")
+        and rewrite.template is None
+        and referenced != (transform in REFERENCE_TRANSFORMS)
+    ):
+        return "a function passed around, not called" if referenced else "called"
     if transform in OWN_LINE_TRANSFORMS and not (site.discarded and site.own_line):
         return "rewritten only as a call statement on a line of its own"
     if site.kind == "idiom" and site.call_span is None and not site.literal:
