@@ -5,7 +5,7 @@ code covers its own line."""
 
 import re
 
-from neuron_migrate.scan.suppressions import _CODE, _DIRECTIVE, Suppression
+from neuron_migrate.scan.suppressions import Suppression, directive
 
 # A `#` that starts a comment: at the line's start or after a blank (not `a#b`, `${#x}`).
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#")
@@ -27,19 +27,12 @@ def hash_comment_suppressions(text: str, path: str) -> list[Suppression]:
         )
         if hash_at is None:
             continue
-        match = _DIRECTIVE.search(line, hash_at)
-        if match is None:
-            continue
-        codes = tuple(c.strip().upper() for c in match["codes"].split(",") if c.strip())
-        codes = tuple(c for c in codes if _CODE.match(c))
-        if not codes:
-            continue
         target = number
         if not line[:hash_at].strip():
             target = number + 1
             while target <= last and target not in code_lines:
                 target += 1
-        found.append(
-            Suppression(path, number, target, match["kind"], codes, match["reason"].strip())
-        )
+        suppression = directive(line[hash_at:], number, target, path)
+        if suppression is not None:
+            found.append(suppression)
     return found

@@ -24,6 +24,21 @@ _DIRECTIVE = re.compile(
 _CODE = re.compile(r"^NM\d{3}$")
 
 
+def directive(
+    comment: str, line: int, target: int, path: str, cell: int | None = None
+) -> "Suppression | None":
+    """The suppression a comment holds (its text from the `#` on); None when it holds no
+    directive, or one that names no valid code."""
+    match = _DIRECTIVE.search(comment)
+    if match is None:
+        return None
+    codes = tuple(c.strip().upper() for c in match["codes"].split(",") if c.strip())
+    codes = tuple(c for c in codes if _CODE.match(c))
+    if not codes:
+        return None
+    return Suppression(path, line, target, match["kind"], codes, match["reason"].strip(), cell)
+
+
 class Suppression(NamedTuple):
     """One directive in the source."""
 
@@ -92,21 +107,14 @@ def parse_suppressions(text: str, path: str, cell: int | None = None) -> list[Su
     last_line = max(code_lines, default=0)
     found = []
     for line, comment, alone in comments:
-        match = _DIRECTIVE.search(comment)
-        if match is None:
-            continue
-        codes = tuple(c.strip().upper() for c in match["codes"].split(",") if c.strip())
-        codes = tuple(c for c in codes if _CODE.match(c))
-        if not codes:
-            continue
         target = line
         if alone:
             target = line + 1
             while target <= last_line and target not in code_lines:
                 target += 1
-        found.append(
-            Suppression(path, line, target, match["kind"], codes, match["reason"].strip(), cell)
-        )
+        suppression = directive(comment, line, target, path, cell)
+        if suppression is not None:
+            found.append(suppression)
     return found
 
 
