@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.cli.app import build_app
+from neuron_migrate.cli.app import COMMANDS, build_root
 from tests.cli import invoke
 
 
@@ -130,17 +130,40 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
-def test_every_command_has_a_docstring() -> None:
-    from typer.main import get_command
-
-    root = get_command(build_app())
-    commands = [
-        sub
-        for group in root.commands.values()  # type: ignore[attr-defined]
-        for sub in getattr(group, "commands", {"": group}).values()
+def _every_command() -> list[Any]:
+    root = build_root()
+    loaded = [root.get_command(None, name) for name in COMMANDS]
+    return [
+        sub for command in loaded for sub in getattr(command, "commands", {"": command}).values()
     ]
+
+
+def test_every_command_has_a_docstring() -> None:
+    commands = _every_command()
     assert len(commands) >= 14
     assert all(command.help for command in commands)
+
+
+def test_the_root_lists_each_command_with_the_line_the_command_itself_gives() -> None:
+    root = build_root()
+    assert root.list_commands(None) == list(COMMANDS)
+    for name in COMMANDS:
+        command = root.get_command(None, name)
+        assert command.name == name
+        assert command.get_short_help_str(limit=200) == root.short_help_of(name)
+
+
+def test_top_level_help_loads_no_command_module() -> None:
+    code = (
+        "import sys\n"
+        "from neuron_migrate.cli import exit_code\n"
+        "assert exit_code(['--help']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('neuron_migrate.cli.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert loaded == "['neuron_migrate.cli.app', 'neuron_migrate.cli.help']"
+    assert "scan" in done.stdout and "Commands" in done.stdout  # the listing was drawn
 
 
 def test_a_scan_by_itself_leaves_at_once_with_its_code_output_and_exit_handlers(

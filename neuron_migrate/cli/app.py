@@ -1,8 +1,9 @@
 """The typer application: the root command, the command groups, and how a command line runs.
 
 Each command group lives in its own module (`neuron_migrate.cli.scan`, `...matrix`) with a
-`register(app)` function; only the module of the command named on the line is imported (and
-turned into a click command), or all of them for help and shell completion.
+`register(app)` function. The root lists the commands from `COMMANDS` and imports a command's
+module (and turns it into a click command) only when that command is looked up: to run it, to
+draw its help, or to complete its options. `neuron-migrate --help` imports none of them.
 
 Errors keep the project's form whoever finds them, typer or a command: one red line on stderr,
 `error: ...`, and exit code 2.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import sys
 from typing import Annotated, Any
 
@@ -22,19 +22,23 @@ from neuron_migrate import __version__
 from neuron_migrate.cli.help import Command, Group
 
 PROG = "neuron-migrate"
-COMPLETE_VAR = "_NEURON_MIGRATE_COMPLETE"  # what the shell's completion function sets
 
-COMMAND_MODULES = (
-    "scan",
-    "rewrite",
-    "run",
-    "matrix",
-    "rules",
-    "verify",
-    "demo",
-    "report",
-    "server",
-)
+# Every command, in the order the help lists them, with the line the help shows for it. Each
+# lives in the module `neuron_migrate.cli.<name>`; `load_command` gives it the line as its
+# `short_help`, so the listing and the command cannot say different things.
+COMMANDS = {
+    "scan": (
+        "Find every torch_xla use and classify every torch op against the compatibility matrix."
+    ),
+    "rewrite": "Rewrite torch_xla code for the native neuron device (shows a diff unless --apply).",
+    "run": "Run a command on a simulated `neuron` device: `run [OPTIONS] -- CMD ...`.",
+    "verify": "Scan PATH, run `-- CMD ...` on the simulated device, and reconcile the two.",
+    "demo": "Show the four stages on a copy of a bundled sample project (needs the runtime extra).",
+    "matrix": "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
+    "rules": "The rewrite and lint rules.",
+    "report": "Work with saved JSON reports.",
+    "server": "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
+}
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -49,12 +53,12 @@ class App(typer.Typer):
         return super().command(name, cls=cls or Command, **settings)
 
 
-def new_group(name: str, help: str) -> App:
-    """A command group (`matrix`, `rules`); run without one of its commands, it prints its
-    help on stderr and exits 2."""
+def new_group(name: str) -> App:
+    """The command group `name` (`matrix`, `rules`), helped by its line in `COMMANDS`; run
+    without one of its commands, it prints its help on stderr and exits 2."""
     group = App(
         name=name,
-        help=help,
+        help=COMMANDS[name],
         invoke_without_command=True,
         add_completion=False,
         context_settings=CONTEXT_SETTINGS,
@@ -94,9 +98,37 @@ def _root(
     help_when_bare(ctx)
 
 
-def build_app(command: str | None = None) -> App:
-    """The application with every command, or with `command` alone (a command runs sooner
-    when the other modules are not imported)."""
+class Root(Group):
+    """The root command: knows its commands by name and builds each on first look-up."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name not in self.commands and name in COMMANDS:
+            self.add_command(load_command(name), name)
+        return self.commands.get(name)
+
+    def short_help_of(self, name: str) -> str:
+        """The line the help lists `name` with, without loading the command."""
+        return COMMANDS[name]
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, from its module in `neuron_migrate.cli`."""
+    from typer.main import get_group
+
+    holder = App()
+    importlib.import_module(f"neuron_migrate.cli.{name}").register(holder)
+    command = get_group(holder).commands[name]
+    command.short_help = COMMANDS[name]
+    return command
+
+
+def build_root() -> Root:
+    """The root click command, with none of its commands loaded yet."""
+    from typer.main import get_command
+
     app = App(
         name=PROG,
         help="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
@@ -104,18 +136,15 @@ def build_app(command: str | None = None) -> App:
         context_settings=CONTEXT_SETTINGS,
         pretty_exceptions_enable=False,
     )
-    app.callback()(_root)
-    only = command in COMMAND_MODULES and COMPLETE_VAR not in os.environ
-    for name in (command,) if only else COMMAND_MODULES:
-        importlib.import_module(f"neuron_migrate.cli.{name}").register(app)
-    return app
+    app.callback(cls=Root)(_root)
+    root = get_command(app)
+    assert isinstance(root, Root)
+    return root
 
 
 def run(words: list[str], obj: dict[str, Any] | None = None) -> int:
     """The exit code of `neuron-migrate WORDS`; a command's own errors propagate."""
-    from typer.main import get_command
-
-    command = get_command(build_app(words[0] if words else None))
+    command = build_root()
     try:
         code = command.main(args=words, prog_name=PROG, standalone_mode=False, obj=obj)
     except typer.TyperException as exc:  # click's usage and parameter errors

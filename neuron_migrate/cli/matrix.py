@@ -31,10 +31,7 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json")
 
 
-group = new_group(
-    "matrix",
-    "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
-)
+group = new_group("matrix")
 
 
 def register(app: typer.Typer) -> None:

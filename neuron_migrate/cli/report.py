@@ -20,7 +20,7 @@ from neuron_migrate.report.formats import FORMATS
 if TYPE_CHECKING:
     import typer
 
-group = new_group("report", "Work with saved JSON reports.")
+group = new_group("report")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # the rules and rich load when a rules command runs
 
     from neuron_migrate.ruleset import Rule
 
-group = new_group("rules", "The rewrite and lint rules.")
+group = new_group("rules")
 
 
 def register(app: typer.Typer) -> None:

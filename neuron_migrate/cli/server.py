@@ -19,10 +19,7 @@ _START_WAIT_S = 60.0  # the warm-up scans and rewrites a sample: a second or two
 _STOP_WAIT_S = 10.0
 
 
-group = new_group(
-    "server",
-    "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
-)
+group = new_group("server")
 
 
 def register(app: typer.Typer) -> None:
