@@ -29,6 +29,19 @@ RESOLVED = {
         TRY_XLA + "def sync():\n    if xm:\n        xm.mark_step()\n",
         "\ndef sync():\n    pass\n",
     ),
+    # the other devices' fallbacks after the torch_xla branch's return can no longer run
+    "a return, then fallbacks": (
+        TRY_XLA + "def pick():\n    # the accelerator first\n    if xm is not None:\n"
+        "        return xm.xla_device()\n    if torch.cuda.is_available():\n"
+        "        return torch.device('cuda')\n    return torch.device('cpu')\n",
+        '\ndef pick():\n    # the accelerator first\n    return torch.device("neuron")\n',
+    ),
+    # a one-line guard, then a loop body's rest
+    "a continue in a loop": (
+        TRY_XLA + "def run(batches):\n    for b in batches:\n"
+        "        if xm: xm.mark_step(); continue\n        print(b)\n    return 0\n",
+        "\ndef run(batches):\n    for b in batches:\n        continue\n    return 0\n",
+    ),
 }
 
 
@@ -60,6 +73,13 @@ KEPT = {
         TRY_XLA + "def pick(cuda):\n    if xm is not None and not cuda:\n"
         "        return xm.xla_device()\n    return None\n",
         "    if xm is not None and not cuda:\n",
+    ),
+    # what a returning branch would leave unreachable holds a site left for a person: dropping
+    # it would drop its marker
+    "a marker after a returning branch": (
+        TRY_XLA + "def pick(t):\n    if xm is not None:\n        return xm.xla_device()\n"
+        "    xm.optimizer_step(t, groups=[[0, 1]])\n    return None\n",
+        "    if xm is not None:\n",
     ),
 }
 

@@ -20,6 +20,7 @@ from typing import Any
 import libcst as cst
 
 from neuron_migrate.rewrite.codemod.imports import IMPORT_ERRORS
+from neuron_migrate.rewrite.codemod.markers import TODO_PREFIX
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
@@ -171,6 +172,11 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         self.words = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
         self.mentions = source.occurrences(self.words.pattern)
         self.elifs: set[int] = set()  # the `if` nodes that are an `elif` clause, by id
+        self.blocks: list[cst.IndentedBlock] = []  # the blocks around the node, as entered
+        # The last statement of each taken branch that ends its block (a `return`), by id:
+        # the statements after it in that block can no longer run.
+        self.ends: set[int] = set()
+        self._standing: cst.CSTNode | None = None  # the opaque `if` being resolved
 
     def wanted(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -183,6 +189,18 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
     def visit_If(self, node: cst.If) -> None:
         if isinstance(node.orelse, cst.If):
             self.elifs.add(id(node.orelse))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(node)
+
+    def leave_IndentedBlock(
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        self.blocks.pop()
+        end = next((k for k, stmt in enumerate(updated.body) if id(stmt) in self.ends), None)
+        if end is not None and end + 1 < len(updated.body):
+            updated = updated.with_changes(body=updated.body[: end + 1])
+        return super().leave_IndentedBlock(original, updated)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
         skipped = original is self._skipped
@@ -226,7 +244,8 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         ):
             return updated  # a comment on a header line would be lost
         orelse = _statements(updated.orelse.body) if updated.orelse is not None else None
-        return self._resolved(updated, updated.test, _statements(updated.body), orelse)
+        standing, self._standing = self._standing or original, None
+        return self._resolved(standing, updated, updated.test, _statements(updated.body), orelse)
 
     def leave_OpaqueStatement(
         self, original: OpaqueStatement, updated: OpaqueStatement
@@ -240,6 +259,7 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
             parsed = parsed.body.body[0]
         if not isinstance(parsed, cst.If):
             return updated
+        self._standing = original
         resolved = self.leave_If(parsed, parsed.with_changes(leading_lines=updated.leading_lines))
         return updated if resolved is not None and _unchanged(resolved, parsed) else resolved
 
@@ -261,22 +281,50 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         if not isinstance(parsed, cst.If) or "#" in texts[0]:
             return updated  # a comment on the header line would be lost
         orelse = updated.bodies[1].body if len(texts) == 2 else None
-        return self._resolved(updated, parsed.test, updated.bodies[0].body, orelse)
+        return self._resolved(original, updated, parsed.test, updated.bodies[0].body, orelse)
 
     def _resolved(
         self,
+        original: cst.CSTNode,
         node: cst.BaseStatement,
         test: cst.BaseExpression,
         body: Sequence[cst.BaseStatement],
         orelse: Sequence[cst.BaseStatement] | None,
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        """`node` (standing where `original` was in its block) as the branch it takes."""
         present = _guard(test, self.names)
         if present is None:
             return node
         taken = body if present else orelse
         if not self._reads_none(taken or ()):
             return node
-        return self._taken(node, taken)
+        ends = bool(taken) and _ends_block(taken[-1])  # type: ignore[index]
+        if ends and not self._tail_droppable(original):
+            return node
+        resolved = self._taken(node, taken)
+        if ends and isinstance(resolved, cst.FlattenSentinel):
+            self.ends.add(id(resolved.nodes[-1]))
+        return resolved
+
+    def _tail_droppable(self, original: cst.CSTNode) -> bool:
+        """Whether the statements after `original` in its block, which a taken branch that
+        returns leaves unreachable, may go: not when they hold a marker (a site left for a
+        person would silently vanish from the file while the summary counts it)."""
+        if not self.blocks:
+            return False  # a module's statements: a `raise` there is left as it is
+        body = list(self.blocks[-1].body)
+        at = next((k for k, stmt in enumerate(body) if stmt is original), None)
+        if at is None:
+            return False
+        tail = cst.Module(body=body[at + 1 :]).code  # type: ignore[arg-type]
+        return TODO_PREFIX not in tail
+
+
+def _ends_block(stmt: cst.BaseStatement) -> bool:
+    """Whether nothing after `stmt` in its block runs: it returns, raises, breaks, continues."""
+    return isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+        stmt.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break)
+    )
 
 
 def _unchanged(resolved: object, parsed: cst.If) -> bool:
