@@ -413,15 +413,17 @@ class _Classifier:
                 f"[{compile_rules.source}]",
                 replacement="dynamic=False",
             )
-        elif dynamic != "False":
+        elif dynamic != "False" and compile_rules.requires_dynamic_false:
+            # Released 2.33 compiles with `dynamic` unset (each new shape recompiles); only a
+            # matrix that says otherwise, such as a pre-release one, asks for dynamic=False.
             self.add(
                 site,
                 rules.for_analyzer("compile-without-dynamic-false"),
                 category="compile",
                 status="advice",
                 api="torch.compile",
-                message="torch.compile without dynamic=False: the neuron backend compiles "
-                f"static shapes only; pass dynamic=False [{compile_rules.source}]",
+                message="torch.compile without dynamic=False: this matrix's neuron backend "
+                f"compiles static shapes only; pass dynamic=False [{compile_rules.source}]",
                 replacement="dynamic=False",
             )
         mode = kwargs.get("mode")
