@@ -10,8 +10,11 @@ ms/step is taken, wall and CPU time, with its ratio to plain CPU eager. Each run
 process: how one process happens to lay out its tensors moves a ratio by several hundredths, so
 the summary gives, for every figure, the median over the runs. Torch runs on one thread by
 default: on a shared machine, OpenMP threads that wait for a descheduled sibling turn a 5 ms
-step into 200 ms, whatever the device. Targets: eager <= 1.6x, compiled <= 1.25x, both against
-plain CPU eager. This is a benchmark, not a test.
+step into 200 ms, whatever the device. Targets (issue 30): eager <= 1.5x and compiled <= 1.2x
+plain CPU eager. The compiled rows are also judged against plain CPU compiled the same way
+(`aot_eager`), which isolates what the simulation adds: on the MLP, `aot_eager` alone costs
+1.16-1.23x plain eager, so the first compiled verdict is mostly torch's own. This is a
+benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 SIM_ENV = "NEURON_MIGRATE_SIM"
 CHILD_FLAG = "--one-run"
-TARGETS = {"eager": 1.60, "compiled": 1.25}
+TARGETS = {"eager": 1.50, "compiled": 1.20}
 ROWS = [  # label, device, torch.compile backend
     ("cpu eager", "cpu", None),
     ("neuron (sim) eager", "neuron", None),
@@ -182,6 +185,15 @@ def _report(runs: list[dict[str, Any]], args: argparse.Namespace, loads: list[st
                 f"  ratio {mode:<8} (target <= {target:.2f}): {ratio:.2f}x {verdict}"
                 + (f"   runs: {each}" if len(ratios) > 1 else "")
             )
+            if mode == "compiled":  # the same target, against CPU compiled the same way
+                added = [r[row] / r[AOT_ROW] for r in wall_ratios]
+                ratio = statistics.median(added)
+                verdict = "met" if ratio <= target else "NOT met"
+                each = " ".join(f"{r:.2f}" for r in added)
+                print(
+                    f"  ratio compiled x aot_eager (target <= {target:.2f}): {ratio:.2f}x "
+                    f"{verdict}" + (f"   runs: {each}" if len(added) > 1 else "")
+                )
     for note in sorted({note for run in runs for note in run["refused"]}):
         print(f"\nnote: the matrix would refuse this compile: {note}")
 
