@@ -1,11 +1,11 @@
 """The native engine: the simulated device as a C++ PrivateUse1 backend (`csrc/engine.cpp`).
 
-Chosen with `NEURON_MIGRATE_SIM_ENGINE=native`; the Python engine (`tensor.py`'s `NeuronTensor`)
-stays the default until this one does everything it does (`runtime/README.md`, "Engines").
-Neuron tensors are then real PrivateUse1 tensors over host memory, and each op costs a C++ call
-instead of a round trip through torch's Python dispatch. The extension is built on first use
-with torch's C++ extension loader (a C++ compiler and ninja), once per torch version and source,
-into `NEURON_MIGRATE_SIM_BUILD_DIR` or the user's cache.
+The default engine (`NEURON_MIGRATE_SIM_ENGINE=python` picks `tensor.py`'s `NeuronTensor`
+instead; `runtime/README.md`, "What the device does"). Neuron tensors are then real PrivateUse1
+tensors over host memory, and each op costs a C++ call instead of a round trip through torch's
+Python dispatch. The extension is built on first use with torch's C++ extension loader (a C++
+compiler and ninja), once per torch version and source, into `NEURON_MIGRATE_SIM_BUILD_DIR` or
+the user's cache, by one process at a time (`build_once`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from neuron_sim.build_once import built_once
 from neuron_sim.errors import NeuronSetupError
 from neuron_sim.policy import CPU_FALLBACK, NATIVE, UNSUPPORTED, OpPolicy
 from neuron_sim.recorder import LOCATION_SAMPLES, ProcessTrace
@@ -73,29 +74,47 @@ def load() -> ModuleType:
         if built.exists():  # the usual case: no build tools started, no staleness check
             _engine = _import_built(built)
             return _engine
-        from torch.utils.cpp_extension import load as load_extension
+        made: list[ModuleType] = []
 
-        build_dir.mkdir(parents=True, exist_ok=True)
-        print(
-            f"neuron-migrate: building the native neuron engine in {build_dir} "
-            "(once per torch version, about a minute)",
-            file=sys.stderr,
-            flush=True,
-        )
-        try:
-            _engine = load_extension(
-                name=_MODULE,
-                sources=[str(SOURCE)],
-                extra_cflags=["-O2"],
-                build_directory=str(build_dir),
-                verbose=False,
+        def build(folder: Path) -> Path:
+            print(
+                f"neuron-migrate: building the native neuron engine in {build_dir} "
+                "(once per torch version, about a minute)",
+                file=sys.stderr,
+                flush=True,
             )
+            library, module = _compile(folder)
+            made.append(module)
+            return library
+
+        try:
+            built_once(built, build, announce=_say)
         except (OSError, RuntimeError, ImportError) as error:
             raise NeuronSetupError(
                 f"the native neuron engine could not be built in {build_dir} (it needs a C++ "
                 f"compiler and ninja): {_first_error_line(str(error))}"
             ) from error
+        # The module this process built is loaded already; one another process built is not.
+        _engine = made[0] if made else _import_built(built)
     return _engine
+
+
+def _compile(folder: Path) -> tuple[Path, ModuleType]:
+    """Compile and load the engine in `folder`: the library it made there, and the module."""
+    from torch.utils.cpp_extension import load as load_extension
+
+    module = load_extension(
+        name=_MODULE,
+        sources=[str(SOURCE)],
+        extra_cflags=["-O2"],
+        build_directory=str(folder),
+        verbose=False,
+    )
+    return folder / f"{_MODULE}.so", module
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _first_error_line(text: str) -> str:
