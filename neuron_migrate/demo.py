@@ -75,7 +75,7 @@ def run_demo(
 
     console.print(Rule("2. rewrite: the migration as a diff, then applied"))
     summary = RewriteSummary()
-    for rewritten in rewrite_tree(tree):
+    for rewritten in rewrite_tree(tree, target=scan.target):
         summary.add(rewritten)
         if rewritten.changed:
             console.print(Syntax(rewritten.diff(), "diff", theme="ansi_dark", word_wrap=True))

@@ -33,6 +33,11 @@ def argument(metavar: str, help: str, **settings: Any) -> Any:
     return typer.Argument(help=help, metavar=metavar, show_default=False, **settings)
 
 
+def target_option(help: str) -> Any:
+    """`-t/--target VERSION`: a torch-neuronx version (a bundled matrix, or a unique prefix)."""
+    return option("-t", "--target", metavar="VERSION", help=help)
+
+
 def format_option(formats: tuple[str, ...]) -> Any:
     """`-f/--format`, the first of `formats` its default (checked by `checked_format`)."""
     return option(

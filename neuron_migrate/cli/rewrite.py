@@ -21,6 +21,7 @@ from neuron_migrate.cli.options import (
     checked_choice,
     checked_jobs,
     option,
+    target_option,
 )
 from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
@@ -109,6 +110,13 @@ def rewrite(
         bool,
         option("--unsafe-fixes", help="also apply rewrites marked unsafe (see `rules list`)"),
     ] = False,
+    target: Annotated[
+        str | None,
+        target_option(
+            "torch-neuronx version to migrate to: the torch / torch-neuronx pins and the "
+            "unsupported-op markers follow it (default: the project's, else the newest)."
+        ),
+    ] = None,
     output_format: Annotated[
         str, option("-f", "--format", metavar="{diff,json}", help="diff (default) or json")
     ] = "diff",
@@ -140,6 +148,8 @@ def rewrite(
     if check and (apply or out_dir is not None):
         raise UsageError("--check only reports; drop --apply / --out-dir")
     checked_jobs(jobs)
+    if target is not None and not target.strip():
+        raise UsageError("--target: empty value; give a torch-neuronx version such as 2.14")
     root = path
     inside = out_dir is not None and (
         out_dir.resolve() == root.resolve() or root.resolve() in out_dir.resolve().parents
@@ -153,6 +163,9 @@ def rewrite(
     from neuron_migrate.scan.engine import default_jobs
 
     config = resolve_config(root)  # a malformed one is an error that names the field
+    from neuron_migrate.matrix import resolve_version
+
+    version = resolve_version(target if target is not None else config.target)
 
     summary = RewriteSummary()
     colour = _use_colour()
@@ -176,6 +189,7 @@ def rewrite(
                 cache=cache,
                 config=config,
                 on_progress=on_progress,
+                target=version,
             )
             where = _Where(root, apply, out_dir, output_format, write_read_only)
             results = _written(files, summary, where, colour)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.options import argument, option
+from neuron_migrate.cli.options import argument, option, target_option
 
 if TYPE_CHECKING:
     import typer
@@ -25,13 +25,7 @@ def register(app: typer.Typer) -> None:
 def run(
     command: Annotated[list[str] | None, argument("CMD", "The command to run.")] = None,
     target: Annotated[
-        str | None,
-        option(
-            "-t",
-            "--target",
-            metavar="VERSION",
-            help="torch-neuronx version to simulate (default: newest).",
-        ),
+        str | None, target_option("torch-neuronx version to simulate (default: newest).")
     ] = None,
     trace: Annotated[
         Path | None,

@@ -151,9 +151,9 @@ def _apply(text: str, edits: list[Edit]) -> str:
     return out
 
 
-def default_target() -> Target:
-    """The newest matrix's pair: what `rewrite` (which takes no --target) pins."""
+def target_pair(version: str | None = None) -> Target:
+    """The pair of the matrix `version` (default: the newest): what `rewrite --target` pins."""
     from neuron_migrate.matrix import load_matrix
 
-    matrix = load_matrix()
+    matrix = load_matrix(version)
     return Target(matrix.version, matrix.torch_version)

@@ -123,20 +123,24 @@ class FileRewrite:
         }
 
 
-def rewrite_source(source: str, ruleset: RuleSet, *, unsafe: bool) -> "SourceRewrite":
+def rewrite_source(
+    source: str, ruleset: RuleSet, *, unsafe: bool, target: str | None = None
+) -> "SourceRewrite":
     """`rewrite.codemod.engine.rewrite_source`, which loads libcst: imported by the first
     file migrated, so that a run the cache answers never loads it."""
     from neuron_migrate.rewrite.codemod.engine import rewrite_source as migrated
 
-    return migrated(source, ruleset, unsafe=unsafe)
+    return migrated(source, ruleset, unsafe=unsafe, target=target)
 
 
-def rewrite_file(path: str, display: str, ruleset: RuleSet, *, unsafe: bool) -> FileRewrite:
+def rewrite_file(
+    path: str, display: str, ruleset: RuleSet, *, unsafe: bool, target: str | None = None
+) -> FileRewrite:
     """Migrate one file; every failure comes back as a FileError, never as an exception."""
     data = read_bytes(path, display)
     if isinstance(data, FileError):
         return FileRewrite(path, display, error=data)
-    return rewrite_data(path, display, data, ruleset, unsafe=unsafe)
+    return rewrite_data(path, display, data, ruleset, unsafe=unsafe, target=target)
 
 
 class _Text(NamedTuple):
@@ -160,22 +164,31 @@ def _text_of(display: str, data: bytes) -> _Text | FileError:
 
 
 def rewrite_data(
-    path: str, display: str, data: bytes, ruleset: RuleSet, *, unsafe: bool
+    path: str,
+    display: str,
+    data: bytes,
+    ruleset: RuleSet,
+    *,
+    unsafe: bool,
+    target: str | None = None,
 ) -> FileRewrite:
-    """Migrate a file from its bytes; every failure comes back as a FileError."""
+    """Migrate a file from its bytes; every failure comes back as a FileError. `target`: the
+    torch-neuronx version (a matrix) whose pair pins and markers name; None: the newest."""
     if not may_hold_findings(data, display):
         return FileRewrite(path, display)
     text = _text_of(display, data)
     if isinstance(text, FileError):
         return FileRewrite(path, display, error=text)
     if display.endswith(NOTEBOOK_SUFFIX):
-        return _rewrite_notebook(path, display, text.text, ruleset, unsafe=unsafe)
+        return _rewrite_notebook(path, display, text.text, ruleset, unsafe=unsafe, target=target)
     kind = _project_kind(display, data)
     if kind is not None:
-        return _rewrite_project_file(path, display, text, kind, ruleset, unsafe=unsafe)
+        return _rewrite_project_file(
+            path, display, text, kind, ruleset, unsafe=unsafe, target=target
+        )
     source = text.text
     try:
-        result = rewrite_source(source, ruleset, unsafe=unsafe)
+        result = rewrite_source(source, ruleset, unsafe=unsafe, target=target)
     except SyntaxError as exc:
         return FileRewrite(path, display, source, source, error=syntax_error(exc, display))
     except RewriteFailed as exc:
@@ -191,7 +204,7 @@ def rewrite_data(
         )
     new, outcomes = result.new, result.outcomes
     if display.endswith("setup.py"):  # its install_requires / python_requires literals too
-        new, outcomes = _setup_py_dependencies(new, outcomes, ruleset, unsafe=unsafe)
+        new, outcomes = _setup_py_dependencies(new, outcomes, ruleset, unsafe=unsafe, target=target)
     return FileRewrite(
         path,
         display,
@@ -204,16 +217,21 @@ def rewrite_data(
 
 
 def _setup_py_dependencies(
-    source: str, outcomes: tuple[Outcome, ...], ruleset: RuleSet, *, unsafe: bool
+    source: str,
+    outcomes: tuple[Outcome, ...],
+    ruleset: RuleSet,
+    *,
+    unsafe: bool,
+    target: str | None,
 ) -> tuple[str, tuple[Outcome, ...]]:
     """The migrated setup.py with its dependency markers (and pins under --unsafe-fixes);
     as it was if its literals cannot be read."""
     from neuron_migrate.project_files.readers import UnreadableFile
-    from neuron_migrate.project_files.rewrite import default_target, rewrite_project_text
+    from neuron_migrate.project_files.rewrite import rewrite_project_text, target_pair
 
     try:
         deps = rewrite_project_text(
-            source, "setup-py", ruleset.rules, default_target(), unsafe=unsafe
+            source, "setup-py", ruleset.rules, target_pair(target), unsafe=unsafe
         )
     except UnreadableFile:
         return source, outcomes
@@ -222,7 +240,7 @@ def _setup_py_dependencies(
 
 
 def _rewrite_notebook(
-    path: str, display: str, text: str, ruleset: RuleSet, *, unsafe: bool
+    path: str, display: str, text: str, ruleset: RuleSet, *, unsafe: bool, target: str | None
 ) -> FileRewrite:
     """A notebook's code cells migrated as one module (`neuron_migrate.project.notebook`): magics,
     outputs and the JSON layout are kept. Outcome lines are lines of that module."""
@@ -231,7 +249,7 @@ def _rewrite_notebook(
     outcomes: list[Outcome] = []
 
     def migrate(module: str) -> str:
-        result = rewrite_source(module, ruleset, unsafe=unsafe)
+        result = rewrite_source(module, ruleset, unsafe=unsafe, target=target)
         outcomes.extend(result.outcomes)
         return result.new
 
@@ -259,15 +277,23 @@ def _project_kind(display: str, data: bytes) -> str | None:
 
 
 def _rewrite_project_file(
-    path: str, display: str, text: _Text, kind: str, ruleset: RuleSet, *, unsafe: bool
+    path: str,
+    display: str,
+    text: _Text,
+    kind: str,
+    ruleset: RuleSet,
+    *,
+    unsafe: bool,
+    target: str | None,
 ) -> FileRewrite:
     """A launch script, Dockerfile, dependency file or job config (`project_files`)."""
     from neuron_migrate.project_files.readers import UnreadableFile
-    from neuron_migrate.project_files.rewrite import default_target, rewrite_project_text
+    from neuron_migrate.project_files.rewrite import rewrite_project_text, target_pair
 
     old = text.text
+    pair = target_pair(target)
     try:
-        result = rewrite_project_text(old, kind, ruleset.rules, default_target(), unsafe=unsafe)
+        result = rewrite_project_text(old, kind, ruleset.rules, pair, unsafe=unsafe)
     except UnreadableFile as exc:
         return FileRewrite(path, display, old, old, error=FileError(display, str(exc), "syntax"))
     outcomes = tuple(Outcome(u.code, u.line, u.api, u.status) for u in result.uses)
@@ -285,7 +311,7 @@ class Job(NamedTuple):
 
 Cache = RewriteStore
 Planned = list[FileRewrite | Job]  # a stretch of the tree's files, in order
-Settings = tuple[bool, bool]  # unsafe fixes, diffs
+Settings = tuple[bool, bool, str]  # unsafe fixes, diffs, the target matrix version
 
 # Files read, hashed and looked up in the cache at a time (one query).
 _LOOKUP = 256
@@ -305,6 +331,7 @@ def rewrite_tree(
     cache: Cache | None = None,
     config: "Config | None" = None,
     on_progress: Callable[[int, int], None] | None = None,
+    target: str | None = None,
 ) -> Iterator[FileRewrite]:
     """Every discovered file migrated, in discovery order (`rewrite_sources`). `config`: the
     project's `[tool.neuron-migrate]` (`project.config.resolve_config`), whose `exclude` a
@@ -317,7 +344,9 @@ def rewrite_tree(
         policy = make_policy(config, root if root.is_dir() else root.parent)
         found = [s for s in found if not policy.excluded(s.display)]
     sources = [(s.path, s.display) for s in found]
-    results = rewrite_sources(sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache)
+    results = rewrite_sources(
+        sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache, target=target
+    )
     if on_progress is None:
         yield from results
         return
@@ -334,14 +363,19 @@ def rewrite_sources(
     jobs: int = 1,
     diffs: bool = False,
     cache: Cache | None = None,
+    target: str | None = None,
 ) -> Iterator[FileRewrite]:
     """Each (path, display) migrated, in the given order. With `jobs` > 1 the files are
     rewritten in a pool of forked worker processes; the results still come in input order.
     `diffs`: each changed file's diff is made where it is rewritten (`FileRewrite.patch`).
-    `cache`: where results are looked up (by the file's bytes) and stored."""
+    `cache`: where results are looked up (by the file's bytes) and stored. `target`: the
+    torch-neuronx version (resolved, as `matrix.resolve_version` gives it; None: the newest)."""
+    from neuron_migrate.matrix.versions import resolve_version  # file names only
+
     cache = cache or NoRewriteCache()
-    settings = (unsafe, diffs)
-    keyed = settings_digest(unsafe) if cache.directory is not None else None
+    target = resolve_version(target)  # the newest, named: one cache key either way
+    settings = (unsafe, diffs, target)
+    keyed = settings_digest(unsafe, target=target) if cache.directory is not None else None
     planned = _planned(sources, cache, keyed)
     if jobs <= 1 or len(sources) <= 1:
         with collecting_less(FEW_CYCLES):
@@ -397,9 +431,11 @@ def _from_cache(job: Job, cached: CachedRewrite) -> FileRewrite | None:
 
 
 def _rewrite(job: Job, settings: Settings) -> FileRewrite:
-    unsafe, diffs = settings
+    unsafe, diffs, target = settings
     # The rules load with the first file migrated (once a process: a forked worker has them).
-    result = rewrite_data(job.path, job.display, job.data, load_ruleset(), unsafe=unsafe)
+    result = rewrite_data(
+        job.path, job.display, job.data, load_ruleset(), unsafe=unsafe, target=target
+    )
     return replace(result, patch=result.diff()) if diffs and result.changed else result
 
 

@@ -6,8 +6,8 @@ nothing. A rewrite with `--no-cache` therefore never loads the speed machinery.
 
 The key covers everything a result depends on: the file's bytes, whether it is a notebook (or
 which kind of project file), the tool version, unsafe fixes, the diff format and a digest of the
-rules and matrices (a dependency file's pins name the newest matrix's pair; a rewrite reads no
-other data, and not the file's path).
+rules and matrices, and the target version (a dependency file's pins name the target matrix's
+pair; a rewrite reads no other data, and not the file's path).
 """
 
 from pathlib import Path
@@ -27,11 +27,13 @@ class CachedRewrite(NamedTuple):
     error: tuple[str, str] | None = None  # (reason, kind) of a file that does not parse
 
 
-def settings_digest(unsafe: bool, rules: Path | None = None) -> str:
-    """A digest of what a rewrite depends on besides the file."""
-    digest = cache_digest(f"{__version__}\0unsafe={unsafe}\0diff={diff_format}".encode())
+def settings_digest(unsafe: bool, rules: Path | None = None, target: str | None = None) -> str:
+    """A digest of what a rewrite depends on besides the file. `target`: the matrix version a
+    rewrite pins and marks against (None: the newest, whichever the matrices say it is)."""
+    settings = f"{__version__}\0unsafe={unsafe}\0diff={diff_format}\0target={target}"
+    digest = cache_digest(settings.encode())
     digest_yaml(digest, rules or rules_dir())
-    digest_yaml(digest, matrix_dir())  # a dependency file's pins name the newest matrix's pair
+    digest_yaml(digest, matrix_dir())  # a dependency file's pins name the target matrix's pair
     return digest.hexdigest()
 
 

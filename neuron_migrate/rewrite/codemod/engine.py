@@ -46,17 +46,18 @@ def _spawn_kept(outcomes: list[Outcome]) -> bool:
 
 
 def rewrite_source(
-    source: str, ruleset: RuleSet | None = None, *, unsafe: bool = False
+    source: str, ruleset: RuleSet | None = None, *, unsafe: bool = False, target: str | None = None
 ) -> SourceRewrite:
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
-    when the output would not parse; never returns broken code."""
+    when the output would not parse; never returns broken code. `target`: the matrix version
+    whose unsupported ops get markers (default: the newest)."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
     sites = find_sites(source, tree)
     index = SiteIndex(sites, ruleset)
     if not index:
         return SourceRewrite(source, source)
-    mark_refused_ops(index, source, sites, ruleset)
+    mark_refused_ops(index, source, sites, ruleset, target)
     text = SourceText(source)
     xla_mentions = text.occurrences("torch_xla")
     # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they

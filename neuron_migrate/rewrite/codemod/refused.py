@@ -1,6 +1,6 @@
 """Torch ops and namespaces the neuron device refuses: the scan's classification against the
-newest matrix says which; the rewrite changes none of them (the fix is a person's choice) but
-puts its rule's advice above the statement, as a TODO marker."""
+target's matrix (default: the newest) says which; the rewrite changes none of them (the fix is a
+person's choice) but puts its rule's advice above the statement, as a TODO marker."""
 
 from __future__ import annotations
 
@@ -15,15 +15,18 @@ if TYPE_CHECKING:
     from neuron_migrate.scan.scan_data import Context
 
 
-@lru_cache(maxsize=1)
-def _newest_context() -> Context:
-    from neuron_migrate.matrix import newest_version
-    from neuron_migrate.scan.scan_data import context_for
+@lru_cache(maxsize=2)
+def target_context(version: str | None) -> Context:
+    """The scan data of matrix `version` (None: the newest), loaded once a process."""
+    from neuron_migrate.matrix import resolve_version
+    from neuron_migrate.scan import scan_data
 
-    return context_for(newest_version())
+    return scan_data.context_for(resolve_version(version))
 
 
-def mark_refused_ops(index: SiteIndex, source: str, sites: list[Site], ruleset: RuleSet) -> None:
+def mark_refused_ops(
+    index: SiteIndex, source: str, sites: list[Site], ruleset: RuleSet, target: str | None = None
+) -> None:
     """Add to `index` a marker for each site the matrix calls unsupported whose rule gives
     advice (`manual`): the rule data says what to do, the code is left as it is."""
     # Only what may run a torch op: torch APIs and methods (the torch_xla sites are the rules').
@@ -36,7 +39,7 @@ def mark_refused_ops(index: SiteIndex, source: str, sites: list[Site], ruleset: 
         return
     from neuron_migrate.scan.analyzer.classify import classify_sites
 
-    findings = classify_sites(_newest_context(), "", source, torch_sites).findings
+    findings = classify_sites(target_context(target), "", source, torch_sites).findings
     refused = {
         (f.line, f.col, f.end_line, f.end_col): f
         for f in findings
