@@ -4,6 +4,7 @@ Rules are named tuples holding only tuples and strings, so they hash, pickle acr
 pool and compare by value (see `neuron_migrate.scan.records` for why not frozen dataclasses).
 """
 
+import re
 from typing import Literal, NamedTuple
 
 Safety = Literal["safe", "unsafe"]
@@ -35,6 +36,11 @@ class Match(NamedTuple):
     analyzer: str | None = None  # a torch-op finding kind, e.g. "op-cpu-fallback"
 
 
+# A template's `{param}` holes, and the form of a template that only renames the callee.
+TEMPLATE_HOLE = re.compile(r"\{(\w+)\}")
+TEMPLATE_RENAME = re.compile(r"^[A-Za-z_][\w.]*(\{name\}[\w]*)?$")
+
+
 class Rewrite(NamedTuple):
     """A template (an expression with `{param}` holes) or the name of a Python transform."""
 
@@ -52,6 +58,17 @@ class Rewrite(NamedTuple):
 
     def option(self, name: str, fallback: str | None = None) -> str | None:
         return dict(self.options).get(name, fallback)
+
+    def template_replaces_reference(self) -> bool:
+        """Whether the template can stand for the function object (`_rank = xm.get_ordinal`)
+        as well as for its call: a rename, or the value of a function without parameters,
+        which becomes `lambda: TEMPLATE`."""
+        text = self.template
+        if text is None:
+            return False
+        if TEMPLATE_RENAME.match(text):
+            return True
+        return not self.params and not TEMPLATE_HOLE.search(text)
 
 
 class Example(NamedTuple):

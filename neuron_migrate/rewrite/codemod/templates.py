@@ -9,7 +9,6 @@ are, so their comments and formatting survive. A template that is a plain dotted
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,9 +17,9 @@ import libcst as cst
 from neuron_migrate.rewrite.codemod.context import FileContext, root_names
 from neuron_migrate.rewrite.codemod.passes import Transformer
 from neuron_migrate.ruleset import Rewrite
+from neuron_migrate.ruleset.model import TEMPLATE_HOLE, TEMPLATE_RENAME
 
-_HOLE = re.compile(r"\{(\w+)\}")
-_DOTTED = re.compile(r"^[A-Za-z_][\w.]*(\{name\}[\w]*)?$")
+_HOLE = TEMPLATE_HOLE
 _HOLE_PREFIX = "__neuron_migrate_hole_"
 
 
@@ -177,13 +176,15 @@ def apply_template(
     assert rewrite.template is not None
     name = last_component(qualname)
     text = rewrite.template.replace("{name}", rewrite.option(name, name) or name)
-    if _DOTTED.match(text):  # a rename: keep the call's arguments
+    if TEMPLATE_RENAME.match(text):  # a rename: keep the call's arguments
         new_callee = render(text, ctx)
         if isinstance(node, cst.Call):
             return _ensure_keyword(node.with_changes(func=new_callee), rewrite, ctx)
         return new_callee
-    if not isinstance(node, cst.Call):
-        return None  # a call template cannot replace a function object
+    if not isinstance(node, cst.Call):  # the function object, passed around or kept
+        if not rewrite.template_replaces_reference():
+            return None  # a template of the call's arguments
+        return render(f"lambda: {text}", ctx)
     values = bind_arguments(node, rewrite.params)
     if values is None:
         return None

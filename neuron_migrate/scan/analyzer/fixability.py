@@ -55,12 +55,11 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
         return "an import under an availability guard stays, with a marker"
     transform = rewrite.transform or ""
     referenced = site.kind == "name"
-    if (
-        site.kind in ("name", "call")
-        and rewrite.template is None
-        and referenced != (transform in REFERENCE_TRANSFORMS)
-    ):
-        return "a function passed around, not called" if referenced else "called"
+    if site.kind in ("name", "call") and rewrite.template is None:
+        if referenced != (transform in REFERENCE_TRANSFORMS):
+            return "a function passed around, not called" if referenced else "called"
+    elif referenced and not rewrite.template_replaces_reference():
+        return "a function passed around, not called"
     if transform in OWN_LINE_TRANSFORMS and not (site.discarded and site.own_line):
         return "rewritten only as a call statement on a line of its own"
     if site.kind == "idiom" and site.call_span is None and not site.literal:
