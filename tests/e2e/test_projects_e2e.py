@@ -104,9 +104,10 @@ def test_mlp_single(tmp_path: Path) -> None:
     _assert_training(losses, 6)
     assert not [f for f in migrated.findings if f.status == "xla" and f.path.endswith(".py")]
     # Left for a person, with markers: NEURON_CC_FLAGS (the released docs name no replacement)
-    # and the XLA-era requirements.
+    # and the XLA-era requirements; NEURON_RT_VISIBLE_CORES, kept, is reported as advice.
     assert {f.code for f in migrated.findings if not f.path.endswith(".py")} == {
         "NM710",
+        "NM711",
         "NM810",
         "NM811",
     }

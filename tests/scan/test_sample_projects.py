@@ -88,7 +88,11 @@ EXPECTED_PROJECT_FILES = {
         "NM811 package-pin:torch",
         "NM811 package-pin:torch-neuronx",
     },
-    "mlp_single/run.sh": {"NM701 xla-env-var:PJRT_DEVICE", "NM710 xla-env-var:NEURON_CC_FLAGS"},
+    "mlp_single/run.sh": {
+        "NM701 xla-env-var:PJRT_DEVICE",
+        "NM710 xla-env-var:NEURON_CC_FLAGS",
+        "NM711 xla-env-var:NEURON_RT_VISIBLE_CORES",
+    },
     "transformer_modern/requirements.txt": {
         "NM810 package:libneuronxla",
         "NM810 package:torch-xla",
