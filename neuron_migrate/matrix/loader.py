@@ -158,6 +158,15 @@ class _Parser:
                 raise self.fail(f"{_f(field, key)}[{i}]", "expected a non-empty string")
         return tuple(item.strip() for item in items)
 
+    def statuses(self, obj: dict[str, Any], key: str, field: str) -> tuple[str, ...]:
+        values = self.names(obj, key, field)
+        for i, value in enumerate(values):
+            if value not in OP_STATUSES:
+                raise self.fail(
+                    f"{_f(field, key)}[{i}]", f"{value!r} is not one of {', '.join(OP_STATUSES)}"
+                )
+        return values
+
     # sections ----------------------------------------------------------------------------
 
     def matrix(self, data: Any, expected_version: str | None) -> Matrix:
@@ -345,6 +354,9 @@ class _Parser:
             else True,
             fallback_env=self.text(body, "fallback_env", "compile", required=False),
             fallback_option=self.text(body, "fallback_option", "compile", required=False),
+            graph_refuses=self.statuses(body, "graph_refuses", "compile")
+            if "graph_refuses" in body
+            else ("unsupported",),
         )
 
     def apis(self, value: Any) -> dict[str, ApiEntry]:

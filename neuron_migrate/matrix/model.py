@@ -109,6 +109,9 @@ class CompileRules(NamedTuple):
     failure_raises: bool = True
     fallback_env: str = ""
     fallback_option: str = ""
+    # The eager statuses whose ops have no lowering in a compiled graph: one of them fails the
+    # graph's compile (the other ops are lowered with the graph, fallbacks included).
+    graph_refuses: tuple[str, ...] = ("unsupported",)
 
 
 class ApiEntry(NamedTuple):

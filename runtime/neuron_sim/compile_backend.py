@@ -9,7 +9,8 @@ and AOTAutograd trace, calls that create neuron tensors from nothing
 (`torch.arange(n, device=x.device)`) build the CPU payload and wrap it, as the eager factory
 fallback does. Each graph, after torch's decompositions, is checked against the matrix: the
 compiler lowers whole graphs, so an op without an eager device kernel (`cpu_fallback`) is
-lowered too, and only an op the matrix marks `unsupported` has no lowering. Such a graph fails
+lowered too, and only an op whose status the matrix's `compile.graph_refuses` names
+(`unsupported`) has no lowering. Such a graph fails
 to compile, naming the op and the user's source line; by default that raises, and with
 `TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0` or the `fallback_execution` compile option (the
 matrix's `compile` rules name both) the original graph runs eagerly instead, op by op on the
@@ -31,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
-from neuron_sim.policy import NATIVE, UNSUPPORTED, OpPolicy
+from neuron_sim.policy import NATIVE, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
 from neuron_sim.source import _is_user_file, user_location
 from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
@@ -92,8 +93,10 @@ def _dynamic_inputs(example_inputs: list[Any]) -> bool:
 
 
 def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
-    """Raise if `gm` holds an op with no lowering (`unsupported`); return its op count."""
+    """Raise if `gm` holds an op with no lowering (an eager status the matrix's
+    `compile.graph_refuses` names); return its op count."""
     assert _policy is not None
+    refuses = _policy.matrix.compile.graph_refuses
     count = 0
     refused: dict[str, str | None] = {}
     # An op of torch's own modules has no user frame in its node's stack: the user's line is
@@ -106,7 +109,7 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
         if isinstance(target, torch._ops.OpOverload):
             count += 1
             status = _policy.record_for(target.name()).status
-            if status == UNSUPPORTED and target.name() not in refused:
+            if status in refuses and target.name() not in refused:
                 refused[target.name()] = f"{status}" + (
                     f", {line}" if (line := _user_line(node) or calling) else ""
                 )

@@ -125,3 +125,19 @@ def test_unknown_needs_a_note(write_matrix, valid_doc):
 def test_bad_compile_option(write_matrix, valid_doc):
     valid_doc["compile"]["other_modes"] = "ignored"
     assert _error(write_matrix, valid_doc).field == "compile.other_modes"
+
+
+def test_graph_refuses_names_op_statuses(write_matrix, valid_doc):
+    valid_doc["compile"]["graph_refuses"] = ["unsupported", "maybe"]
+    assert _error(write_matrix, valid_doc).field == "compile.graph_refuses[1]"
+
+
+def test_graph_refuses_defaults_to_unsupported(write_matrix, valid_doc):
+    valid_doc["compile"].pop("graph_refuses", None)
+    assert load_matrix(path=write_matrix(valid_doc)).compile.graph_refuses == ("unsupported",)
+
+
+def test_graph_refuses_is_read(write_matrix, valid_doc):
+    valid_doc["compile"]["graph_refuses"] = ["cpu_fallback", "unsupported"]
+    loaded = load_matrix(path=write_matrix(valid_doc)).compile.graph_refuses
+    assert loaded == ("cpu_fallback", "unsupported")

@@ -323,3 +323,39 @@ def test_the_compile_failure_path_follows_the_variable_and_the_option(
     run.assert_finished(outcome)
     (graph,) = run.trace["compile"]["graphs"]
     assert not graph["ok"] and graph["fell_back"] == (outcome == "RAN_EAGERLY")
+
+
+GRAPH_REFUSES = """
+import sys
+import torch
+import neuron_sim.compile_backend as backend
+
+refuses = tuple(sys.argv[1].split(","))
+matrix = backend._policy.matrix
+backend._policy.matrix = matrix._replace(compile=matrix.compile._replace(graph_refuses=refuses))
+
+
+@torch.compile(backend="neuron", dynamic=False)
+def rank(x):
+    return torch.sort(x).values
+
+
+try:
+    rank(torch.ones(4, device="neuron"))
+except Exception as error:
+    assert "aten::sort" in str(error), error
+    print("REFUSED")
+else:
+    print("COMPILED")
+"""
+
+
+@pytest.mark.parametrize(
+    ("refuses", "outcome"),
+    [("unsupported", "COMPILED"), ("unsupported,cpu_fallback", "REFUSED")],
+)
+def test_which_ops_fail_a_graph_is_the_matrix_s_graph_refuses(sim_run, refuses, outcome) -> None:
+    """aten::sort has no eager kernel (cpu_fallback): the graph lowers it unless the matrix's
+    compile rules name cpu_fallback among the statuses that fail a graph."""
+    run = sim_run(GRAPH_REFUSES, refuses)
+    run.assert_finished(outcome)

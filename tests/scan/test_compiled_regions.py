@@ -1,5 +1,7 @@
 """Code compiled for the neuron backend: an op the device cannot lower fails the whole graph's
-compile (no eager CPU fallback inside a graph by default), so the scan predicts the refusal."""
+compile (no eager CPU fallback inside a graph by default), so the scan predicts the refusal. Which
+eager statuses have no lowering is the matrix's `compile.graph_refuses` (the simulated device
+reads the same list); an op without an eager kernel (`cpu_fallback`) is lowered with its graph."""
 
 from __future__ import annotations
 
@@ -43,18 +45,49 @@ SOURCE = textwrap.dedent(
 )
 
 
-def test_fallback_ops_in_compiled_code_are_compile_refusals(tmp_path: Path) -> None:
+def test_compiled_code_is_judged_by_what_the_graph_refuses(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
     report = api.scan(path, jobs=1, use_cache=False)
-    found = {f.line: (f.code, f.category, f.status) for f in report.findings if "sort" in f.api}
-    assert found[11] == ("NM943", "compile", "unsupported")  # Net.forward, compiled at line 30
-    assert found[16] == ("NM943", "compile", "unsupported")  # under @torch.compile
-    assert found[21][2] == "cpu_fallback"  # another backend's compile is not the device's
-    assert found[25][2] == "cpu_fallback"  # eager: the per-op CPU fallback
-    assert not report.passed  # the default gate fails on a compile the device refuses
-    message = next(f.message for f in report.findings if f.line == 16 and f.code == "NM943")
-    assert "line 14" in message and "aten::sort" in message
+    found = {f.line: f for f in report.findings if "sort" in f.api}
+    # Net.forward (compiled at line 30) and the @torch.compile function: aten::sort has no
+    # eager kernel but the graph lowers it, so neither a refusal nor a CPU fallback.
+    for line in (11, 16):
+        assert (found[line].code, found[line].status) == ("NM901", "native"), line
+        assert found[line].confidence == "low"
+        assert "compiled by torch.compile at line" in found[line].message
+        assert "cpu_fallback in eager mode" in found[line].message
+    assert found[21].status == "cpu_fallback"  # another backend's compile is not the device's
+    assert found[25].status == "cpu_fallback"  # eager: the per-op CPU fallback
+    assert report.passed
+
+
+REFUSED = textwrap.dedent(
+    """\
+    import torch
+
+
+    @torch.compile(backend="neuron", dynamic=False)
+    def squash(x):
+        return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
+
+
+    def eager(x):
+        return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
+    """
+)
+
+
+def test_an_op_without_a_lowering_in_compiled_code_is_a_compile_refusal(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(REFUSED)
+    report = api.scan(path, jobs=1, use_cache=False)
+    found = {f.line: f for f in report.findings if "quantize" in f.api}
+    refusal = found[6]
+    assert (refusal.code, refusal.category, refusal.status) == ("NM943", "compile", "unsupported")
+    assert "line 4" in found[6].message and "aten::quantize_per_tensor" in found[6].message
+    assert found[10].code != "NM943" and found[10].status == "unsupported"  # eager refusal
+    assert not report.passed
 
 
 BARE_DECORATORS = textwrap.dedent(
@@ -97,9 +130,9 @@ def test_bare_compile_decorators_mark_their_functions(tmp_path: Path) -> None:
     report = api.scan(path, jobs=1, use_cache=False)
     status = {f.line: f.status for f in report.findings if "sort" in f.api}
     assert status == {
-        7: "unsupported",
-        12: "unsupported",
-        19: "unsupported",
-        25: "unsupported",
+        7: "native",  # lowered with its graph (low confidence)
+        12: "native",
+        19: "native",
+        25: "native",
         27: "cpu_fallback",  # the enclosing function is not compiled
     }

@@ -160,19 +160,19 @@ def test_a_compile_failure_is_reconciled_with_the_predicted_refusal(tmp_path: Pa
     source = (
         "import torch\n\n\n"
         '@torch.compile(backend="neuron", dynamic=False)\n'
-        "def rank(x):\n"
-        "    return torch.sort(x).values\n\n\n"
-        'ranked = rank(torch.ones(4, device="neuron"))\n'
+        "def squash(x):\n"
+        "    return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)\n\n\n"
+        'codes = squash(torch.ones(4, device="neuron"))\n'
     )
     (tmp_path / "m.py").write_text(source)
     scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
     error = (
         "forward graph contains ops that cannot be lowered to neuron: "
-        f"aten::sort (cpu_fallback, {tmp_path / 'm.py'}:6)"
+        f"aten::quantize_per_tensor (unsupported, {tmp_path / 'm.py'}:6)"
     )
     compiles = {"graphs": [{"ok": False, "error": error}]}
     report = reconcile(scan, _trace([], exit_code=1, compile=compiles), cwd=tmp_path)
     item = next(i for i in report.items if i.finding.line == 6)
     assert item.finding.category == "compile"
-    assert item.verdict == "confirmed" and "aten::sort" in item.reason
+    assert item.verdict == "confirmed" and "aten::quantize_per_tensor" in item.reason
     assert report.run_failure is None  # it failed where the report said it would

@@ -40,3 +40,16 @@ def test_an_error_the_report_did_not_predict_fails_verify(tmp_path: Path) -> Non
     report = _verify(tmp_path, "raises.py")  # raises ValueError after using the device
     assert report.exit_code == 1 and report.run_failure is not None
     assert not gate_passed(report, fail_on_contradiction=False)
+
+
+def test_a_compiled_adam_step_compiles_as_the_scan_predicts(tmp_path: Path) -> None:
+    """The optimizer's `_foreach_*` ops and `torch.sort` have no eager kernel, and the graph
+    lowers them (the matrix's `compile.graph_refuses` is `unsupported` only): the scan
+    predicts no compile refusal and the run compiles every graph, the Adam step's included."""
+    report = _verify(tmp_path, "compiled_adam_step.py")
+    assert [f for f in report.scan.findings if f.code == "NM943"] == []
+    assert report.scan.passed
+    graphs = report.trace["compile"]["graphs"]
+    assert graphs and all(graph["ok"] for graph in graphs)
+    assert any("(step)" in graph["graph"] for graph in graphs)  # the optimizer's own graph
+    assert report.run_failure is None and gate_passed(report, fail_on_contradiction=True)

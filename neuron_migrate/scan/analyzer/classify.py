@@ -346,8 +346,8 @@ class _Classifier:
             statuses = [self._worst(ops) for _, ops in choice.others]
             status = min(statuses, key=lambda s: (-statuses.count(s), _STATUS_RANK.get(s, 0)))
             confidence = "low"
-        if status != "native" and site.compiled:
-            self.add_compile_refusal(site, api, aten, status)
+        if site.compiled and status != "native":
+            self.add_in_graph(site, api, aten, status)
             return
         if status == "native":
             detail = "native"
@@ -374,23 +374,37 @@ class _Classifier:
             confidence=confidence,
         )
 
-    def add_compile_refusal(self, site: Site, api: str, aten: tuple[str, ...], status: str) -> None:
-        """A non-native op in a region compiled for the neuron backend: the whole graph is
-        lowered, so the compile fails (no eager fallback by default)."""
+    def add_in_graph(self, site: Site, api: str, aten: tuple[str, ...], status: str) -> None:
+        """A non-native op in a region compiled for the neuron backend, which lowers the whole
+        graph. An op whose eager status the matrix's `compile.graph_refuses` names has no
+        lowering: the compile fails (no eager fallback by default). Any other (no eager device
+        kernel) is lowered with the graph: neither a CPU fallback nor a refusal, at low
+        confidence, as which ops the released compiler lowers is not known."""
         matrix = self.ctx.matrix
-        offenders = sorted({op for op in aten if matrix.op_status(op).status != "native"})
+        rules = matrix.compile
+        refused = status in rules.graph_refuses
+        offenders = ", ".join(sorted({op for op in aten if matrix.op_status(op).status == status}))
+        where = f"{api}: in code compiled by torch.compile at line {site.compiled}: "
+        if refused:
+            outcome = (
+                "cannot be lowered in a neuron graph, so the compile fails "
+                f"({rules.fallback_env or 'compile failure'} defaults to True)"
+            )
+        else:
+            outcome = (
+                "is lowered with the rest of the neuron graph, not run on the CPU (only "
+                f"{', '.join(rules.graph_refuses)} ops fail a graph; which ops the released "
+                "compiler lowers is not known)"
+            )
         self.add(
             site,
-            self.ctx.rules.for_analyzer("compile-graph-refused"),
-            category="compile",
-            status="unsupported",
+            self.ctx.rules.for_analyzer("compile-graph-refused" if refused else "op-native"),
+            category="compile" if refused else "op",
+            status="unsupported" if refused else "native",
             api=api,
-            message=f"{api}: in code compiled by torch.compile at line {site.compiled}: "
-            f"{', '.join(offenders)} ({status} in eager mode) cannot be lowered in a neuron "
-            "graph, so the compile fails (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION defaults to "
-            f"True) [{matrix.compile.source}]",
+            message=f"{where}{offenders} ({status} in eager mode) {outcome} [{rules.source}]",
             aten=aten,
-            confidence="high" if site.placement == "device" else "low",
+            confidence="high" if refused and site.placement == "device" else "low",
         )
 
     def _worst(self, ops: tuple[str, ...]) -> str:
