@@ -18,6 +18,7 @@ from neuron_migrate.rewrite.codemod.context import FileContext, root_names
 from neuron_migrate.rewrite.codemod.passes import Transformer
 from neuron_migrate.ruleset import Rewrite
 from neuron_migrate.ruleset.model import TEMPLATE_HOLE, TEMPLATE_RENAME
+from neuron_migrate.scan.analyzer.arguments import bind
 
 _HOLE = TEMPLATE_HOLE
 _HOLE_PREFIX = "__neuron_migrate_hole_"
@@ -25,21 +26,14 @@ _HOLE_PREFIX = "__neuron_migrate_hole_"
 
 def bind_arguments(call: cst.Call, params: Sequence[str]) -> dict[str, cst.BaseExpression] | None:
     """Map each argument of `call` to its parameter name, or None when an argument does not
-    fit the signature (`*args`, `**kwargs`, an unknown keyword, too many positionals)."""
-    bound: dict[str, cst.BaseExpression] = {}
-    for position, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(params):
-                return None
-            bound[params[position]] = arg.value
-        else:
-            name = arg.keyword.value
-            if name not in params or name in bound:
-                return None
-            bound[name] = arg.value
-    return bound
+    fit the signature (`arguments.bind`, which the scan's reading of the call shares)."""
+    return bind([(_keyword_of(arg), arg.value) for arg in call.args], params)
+
+
+def _keyword_of(arg: cst.Arg) -> str | None:
+    if arg.star:
+        return arg.star  # "*" or "**"
+    return arg.keyword.value if arg.keyword is not None else None
 
 
 # Where an argument sits next to an operator, `.`, `[` or a call, it needs parentheses unless

@@ -3,29 +3,20 @@
 The codemod asks `fix_blocker` before it transforms a site and marks the site for a person when
 it answers a reason; the scan reports `fixable` only when it answers None. What decides rests on
 the site's shape as the analyzer saw it (`Site`, its `blocked` reason included), never on a
-second reading of the code. A transform that still declines for a reason of its own is not
-foreseen here: `tests/rewrite/test_fixable_agreement.py` names each such case.
+second reading of the code; what a transform declines for the call's arguments or statement is
+in `declines`, one function per transform, which the transform leaves to this answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.declines import DECLINES
 from neuron_migrate.scan.analyzer.sites import Site
 
 # Statement transforms that replace a call only when it is a statement of its own line: what
 # they write is one or more whole statements (an `if` around a barrier or a save), which
 # cannot stand after `if c:` on one line or beside another statement.
 OWN_LINE_TRANSFORMS = frozenset({"rendezvous", "master-print", "save-on-master"})
-
-
-def _reduce_scatter(site: Site) -> str:
-    """xm.reduce_scatter(reduce_type, input, scale, scatter_dim, ...): only dimension 0 has a
-    native twin without a transpose around the call."""
-    given = dict(site.kwargs)
-    dim = site.args[3] if len(site.args) > 3 else given.get("scatter_dim")
-    return "" if dim == "0" else "scatter_dim other than 0 needs a transpose: a person decides"
 
 
 # Transforms that act on a bare reference (`xm.REDUCE_SUM`); the others take calls, and a
@@ -35,8 +26,6 @@ REFERENCE_TRANSFORMS = frozenset({"reduce-op"})
 # Literal transforms that delete the statement setting an environment variable (`env-var`
 # without `rename_to`; `spawn-rendezvous-env` keeps it as a default): a key read elsewhere stays.
 DELETING_TRANSFORMS = frozenset({"env-var", "spawn-rendezvous-env"})
-
-_PRECONDITIONS: dict[str, Callable[[Site], str]] = {"reduce-scatter": _reduce_scatter}
 
 
 def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
@@ -67,8 +56,8 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
     deletes = transform in DELETING_TRANSFORMS and not rewrite.option("rename_to")
     if deletes and not site.env_setting:
         return "the variable is read here, not set: a person decides"
-    precondition = _PRECONDITIONS.get(transform)
-    return (precondition(site) or None) if precondition is not None else None
+    decline = DECLINES.get(transform)
+    return (decline(rule, site) or None) if decline is not None and site.kind == "call" else None
 
 
 # Transforms whose reference, given to a torch_xla call, is converted by that call's transform

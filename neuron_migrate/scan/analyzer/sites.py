@@ -12,6 +12,7 @@ import ast
 import re
 from typing import NamedTuple
 
+from neuron_migrate.scan.analyzer.arguments import Arg, arguments_of
 from neuron_migrate.scan.analyzer.compiled import compiled_regions
 from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
 from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
@@ -109,7 +110,8 @@ class Site(NamedTuple):
     # "unknown"; see `placement`). "" for every other site.
     placement: str = ""
     compiled: int = 0  # inside a region compiled for the neuron backend: the torch.compile line
-    # Discarded calls: the statement is alone on its line (not after `if c:`, no semicolon).
+    # torch_xla calls that are a statement's value: the statement is alone on its line (not
+    # after `if c:`, no semicolon).
     own_line: bool = False
     literal: bool = False  # idioms: the node is one plain string literal
     # Why `rewrite` leaves the site for a person, where its shape says so ("" when nothing does):
@@ -122,6 +124,12 @@ class Site(NamedTuple):
     # (`os.environ[K] = v`, `del os.environ[K]`, `os.environ.setdefault(K, v)` / `.pop(K)`,
     # `os.putenv(K, v)`), which a rule may delete; a key read anywhere else is not.
     env_setting: bool = False
+    # torch_xla calls: every argument, as the transforms read it.
+    call_args: tuple[Arg, ...] = ()
+    # torch_xla calls: the statement whose whole value the call is ("expression", "assignment"
+    # to one name or attribute, "return"), "" inside an expression or another statement.
+    statement: str = ""
+    target: str = ""  # an "assignment": the source of its target
 
     @property
     def span(self) -> Span:
@@ -157,6 +165,19 @@ class _Columns:
             end_line,
             self.col(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
         )
+
+
+def _statement_of(call: ast.Call, parent: ast.AST | None) -> tuple[str, str]:
+    """How `call` stands in its statement (`Site.statement`), and an assignment's target."""
+    if isinstance(parent, ast.Expr):
+        return "expression", ""
+    if isinstance(parent, ast.Return) and parent.value is call:
+        return "return", ""
+    if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
+        target = parent.targets[0]
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            return "assignment", ast.unparse(target)
+    return "", ""
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -414,17 +435,31 @@ class _SiteFinder:
         self.sites.append(site)
         return site
 
-    def call_fields(self, call: ast.Call, qualname: str | None = None) -> dict[str, object]:
-        """`qualname`: the callee's; only a torch_xla call's transforms ask for `own_line`."""
-        discarded = isinstance(self.model.parents.get(id(call)), ast.Expr)
-        xla = discarded and qualname is not None and qualname.startswith("torch_xla")
-        return {
+    def call_fields(
+        self, call: ast.Call, qualname: str | None = None, scope: Scope | None = None
+    ) -> dict[str, object]:
+        """`qualname`: the callee's; only a torch_xla call's transforms ask for its arguments
+        and statement (`scope`: where the call is, to resolve the names it is given)."""
+        parent = self.model.parents.get(id(call))
+        discarded = isinstance(parent, ast.Expr)
+        fields: dict[str, object] = {
             "call_span": self.columns.span(call),
             "args": tuple(_literal(a) for a in call.args),
             "kwargs": tuple((k.arg or "**", _literal(k.value)) for k in call.keywords),
             "discarded": discarded,
-            "own_line": xla and self.alone_on_line(call),
         }
+        if qualname is None or not qualname.startswith("torch_xla") or scope is None:
+            return fields
+        fields["call_args"] = arguments_of(call, lambda node: self._qualname(node, scope))
+        statement, target = _statement_of(call, parent)
+        fields["statement"], fields["target"] = statement, target
+        if statement:
+            fields["own_line"] = self.alone_on_line(call if discarded else parent)  # type: ignore[arg-type]
+        return fields
+
+    def _qualname(self, node: ast.expr, scope: Scope) -> str | None:
+        resolution = self.model.resolve_chain(node, scope, mark_used=False)
+        return resolution.qualname if resolution else None
 
     def alone_on_line(self, node: ast.expr) -> bool:
         """Nothing but blanks before `node` on its first line, and nothing but blanks or a
@@ -515,7 +550,7 @@ class _SiteFinder:
             fields["argument_of"] = self.columns.span(caller)
         if is_call:
             assert isinstance(parent, ast.Call)
-            fields.update(self.call_fields(parent, qualname))
+            fields.update(self.call_fields(parent, qualname, scope))
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
                 if qualname.partition(".")[0] == "torch":

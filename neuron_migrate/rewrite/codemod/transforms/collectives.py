@@ -1,4 +1,8 @@
-"""Collectives: XLA's functional forms become torch.distributed's in-place calls."""
+"""Collectives: XLA's functional forms become torch.distributed's in-place calls.
+
+Which calls each transform takes (their arguments, the statement they stand in) is decided in
+`scan.analyzer.declines`, which the scan reads too: a transform runs only on a call it takes.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +17,14 @@ from neuron_migrate.rewrite.codemod.targets import (
     statement,
 )
 from neuron_migrate.rewrite.codemod.templates import bind_arguments, render, render_statements
-from neuron_migrate.rewrite.codemod.transforms._build import is_none, number, string_value
-
-# xm.REDUCE_* constants (and their string values) -> dist.ReduceOp members.
-REDUCE_OPS = {
-    "SUM": "SUM",
-    "MUL": "PRODUCT",
-    "AND": "BAND",
-    "OR": "BOR",
-    "MIN": "MIN",
-    "MAX": "MAX",
-}
+from neuron_migrate.rewrite.codemod.transforms._build import number, string_value
+from neuron_migrate.scan.analyzer.declines import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    MESH_REDUCE,
+    REDUCE_OPS,
+    REDUCE_SCATTER,
+)
 
 
 def reduce_op(
@@ -57,50 +58,39 @@ def reduce_op_constant(t: CallTarget) -> cst.BaseExpression | None:
     return reduce_op(t.ctx, t.node, t.original)
 
 
-def _result_name(t: StatementTarget, temporary: str) -> tuple[str, list[NewStatement]] | None:
-    """Where the result goes: the assignment's target, or a temporary returned afterwards."""
+def _result_name(t: StatementTarget, temporary: str) -> tuple[str, list[NewStatement]]:
+    """Where the result goes: the assignment's target, or a temporary returned afterwards (a
+    call in another statement is declined)."""
     target = t.assign_target
     if target is not None:
         return cst.Module([]).code_for_node(target), []
-    if t.is_return:
-        return temporary, [cst.Return(cst.Name(temporary))]
-    return None
+    assert t.is_return
+    return temporary, [cst.Return(cst.Name(temporary))]
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+def _bound(call: cst.Call, params: tuple[str, ...]) -> dict[str, cst.BaseExpression]:
+    values = bind_arguments(call, params)
+    assert values is not None  # a call whose arguments do not bind is declined
+    return values
 
 
 @statement("all-reduce")
 def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """xm.all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True)."""
-    values = bind_arguments(t.call, ("reduce_type", "inputs", "scale", "groups", "pin_layout"))
-    if values is None or "reduce_type" not in values or "inputs" not in values:
-        return None
-    if not is_none(values.get("groups")):
-        return None
-    original = bind_arguments(
-        t.original_call, ("reduce_type", "inputs", "scale", "groups", "pin_layout")
-    )
-    assert original is not None
+    values = _bound(t.call, ALL_REDUCE)
+    original = _bound(t.original_call, ALL_REDUCE)
     op = reduce_op(t.ctx, values["reduce_type"], original["reduce_type"])
-    if op is None:
-        return None
+    assert op is not None  # a reduce op known only at run time is declined
     scale = values.get("scale")
     scaled = scale is not None and number(scale) != 1.0
     inputs = values["inputs"]
     holes = {"op": op, "inputs": inputs, **({"scale": scale} if scale is not None else {})}
     if isinstance(inputs, (cst.List, cst.Tuple)):  # in place on every tensor of the list
-        if not t.is_expression_statement or not t.alone:
-            return None
         body = "    dist.all_reduce(_tensor, op={op})\n" + (
             "    _tensor.mul_({scale})\n" if scaled else ""
         )
         return render_statements("for _tensor in {inputs}:\n" + body, t.ctx, holes)
-    result = _result_name(t, "_reduced")
-    if result is None:
-        return None  # a discarded result of the tensor form, or an expression: a person decides
-    name, tail = result
+    name, tail = _result_name(t, "_reduced")
     text = f"{name} = {{inputs}}.clone()\ndist.all_reduce({name}, op={{op}})\n"
     if scaled:
         text += f"{name}.mul_({{scale}})\n"
@@ -110,18 +100,9 @@ def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
 @statement("all-gather")
 def all_gather(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.all_gather(value, dim=0) -> gather into a list of per-rank tensors, then cat."""
-    values = bind_arguments(t.call, ("value", "dim", "groups", "output", "pin_layout"))
-    if values is None or "value" not in values:
-        return None
-    if not (is_none(values.get("groups")) and is_none(values.get("output"))):
-        return None
-    value = values["value"]
-    if not isinstance(value, (cst.Name, cst.Attribute)):
-        return None  # evaluated twice below: only plain names are safe
-    result = _result_name(t, "_gathered")
-    if result is None or result[0] == _code(value):
-        return None
-    name, tail = result
+    values = _bound(t.call, ALL_GATHER)
+    value = values["value"]  # a plain name: it is evaluated twice below
+    name, tail = _result_name(t, "_gathered")
     dim = values.get("dim") or cst.Integer("0")
     text = (
         f"{name} = [torch.empty_like({{value}}) for _ in range(dist.get_world_size())]\n"
@@ -131,44 +112,16 @@ def all_gather(t: StatementTarget) -> list[NewStatement] | None:
     return [*_small(render_statements(text, t.ctx, {"value": value, "dim": dim})), *tail]
 
 
-# Reductions `dist.reduce_scatter_tensor` takes on every backend that implements it.
-_REDUCE_SCATTER_OPS = frozenset({"SUM", "PRODUCT", "MIN", "MAX"})
-_REDUCE_SCATTER_PARAMS = (
-    "reduce_type",
-    "input",
-    "scale",
-    "scatter_dim",
-    "shard_count",
-    "groups",
-    "output",
-    "pin_layout",
-)
-
-
 @statement("reduce-scatter")
 def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.reduce_scatter(op, x, scale, scatter_dim=0, shard_count=ws) -> allocate this rank's
     shard, dist.reduce_scatter_tensor into it, then scale."""
-    values = bind_arguments(t.call, _REDUCE_SCATTER_PARAMS)
-    if values is None or any(
-        p not in values for p in ("reduce_type", "input", "scale", "scatter_dim", "shard_count")
-    ):
-        return None
-    if not (is_none(values.get("groups")) and is_none(values.get("output"))):
-        return None
-    # another scatter_dim needs a transpose around the call: `fix_blocker` leaves it
-    value = values["input"]
-    if not isinstance(value, (cst.Name, cst.Attribute)):
-        return None  # evaluated three times below (and a list literal is the coalesced form)
-    original = bind_arguments(t.original_call, _REDUCE_SCATTER_PARAMS)
-    assert original is not None
+    values = _bound(t.call, REDUCE_SCATTER)
+    value = values["input"]  # a plain name: it is evaluated three times below
+    original = _bound(t.original_call, REDUCE_SCATTER)
     op = reduce_op(t.ctx, values["reduce_type"], original["reduce_type"])
-    if op is None or not (isinstance(op, cst.Attribute) and op.attr.value in _REDUCE_SCATTER_OPS):
-        return None
-    result = _result_name(t, "_scattered")
-    if result is None or result[0] == _code(value):
-        return None
-    name, tail = result
+    assert op is not None  # one dist.reduce_scatter_tensor does not take is declined
+    name, tail = _result_name(t, "_scattered")
     scale = values["scale"]
     text = (
         f"{name} = {{value}}.new_empty(({{value}}.shape[0] // dist.get_world_size(),)"
@@ -184,11 +137,7 @@ def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
 @statement("mesh-reduce")
 def mesh_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.mesh_reduce(tag, data, reduce_fn) -> all_gather_object, then reduce_fn(list)."""
-    values = bind_arguments(t.call, ("tag", "data", "reduce_fn"))
-    if values is None or "data" not in values or "reduce_fn" not in values:
-        return None
-    if (t.assign_target is None and not t.is_return) or not t.alone:
-        return None
+    values = _bound(t.call, MESH_REDUCE)
     # Without a process group (a single process), XLA reduced the one value it had. `data` is
     # written once, so it is evaluated once and a marker on it has one place to go.
     text = (

@@ -22,6 +22,7 @@ from neuron_migrate.rewrite.codemod.transforms._build import (
     unpacked,
     with_commas,
 )
+from neuron_migrate.scan.analyzer.declines import OPTIMIZER_STEP
 
 _LOCAL_MASTER = 'int(os.environ.get("LOCAL_RANK", 0)) == 0'
 # Before a process group exists (a setup() that tests the rank first), torchrun's RANK says it.
@@ -115,11 +116,8 @@ def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
     elsewhere neuron_optimizer_step(optimizer, optimizer_args), a helper added to the file that
     averages the gradients over the process group first, as torch_xla did (`barrier` asked for
     a mark_step, which the native device does not need)."""
-    values = bind_arguments(
-        t.call, ("optimizer", "barrier", "optimizer_args", "groups", "pin_layout")
-    )
-    if values is None or "optimizer" not in values or not is_none(values.get("groups")):
-        return None
+    values = bind_arguments(t.call, OPTIMIZER_STEP)
+    assert values is not None  # unpacked or unknown arguments, or groups, are declined
     extra = values.get("optimizer_args")
     if not t.ctx.wraps_model() or t.site.line in t.ctx.unwrapped_steps:
         if not use_helper(t.ctx, "neuron_optimizer_step"):

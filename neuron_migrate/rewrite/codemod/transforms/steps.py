@@ -12,13 +12,12 @@ from neuron_migrate.rewrite.codemod.transforms._build import (
     call_statement,
     if_block,
     is_false,
-    is_none,
     is_true,
     keyword,
-    string_value,
     with_commas,
 )
 from neuron_migrate.rewrite.codemod.transforms.device import master_test
+from neuron_migrate.scan.analyzer.declines import SAVES
 
 _SAVE_CPU = (
     "torch.save(torch.utils._pytree.tree_map("
@@ -103,18 +102,11 @@ def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
     """xm.save(data, file_or_path, master_only=True, global_master=False) -> torch.save of the
     data moved to the CPU, on the master only (a call statement on a line of its own:
     `fix_blocker`)."""
-    values = bind_arguments(t.call, ("data", "file_or_path", "master_only", "global_master"))
-    values = values or bind_arguments(t.call, ("data", "path", "master_only", "global_master"))
-    if values is None:
-        return None
+    values = next(v for p in SAVES if (v := bind_arguments(t.call, p)) is not None)
     path = values.get("file_or_path", values.get("path"))
-    if "data" not in values or path is None:
-        return None
+    assert path is not None  # a save without data and a path is declined (`declines`), as is
+    # one whose master_only or global_master is known only at run time
     master_only, global_master = values.get("master_only"), values.get("global_master")
-    if not (master_only is None or is_true(master_only) or is_false(master_only)):
-        return None
-    if not (global_master is None or is_true(global_master) or is_false(global_master)):
-        return None
     save = call_statement(render(_SAVE_CPU, t.ctx, {"data": values["data"], "path": path}))
     if is_false(master_only):
         return [save]
@@ -125,18 +117,6 @@ def save_on_master(t: StatementTarget) -> list[NewStatement] | None:
 def rendezvous(t: StatementTarget) -> list[NewStatement] | None:
     """xm.rendezvous(tag, payload=b'', replicas=[]) without a payload -> a barrier, when a
     process group exists (a single process had nothing to wait for). A call statement on a
-    line of its own: `fix_blocker`."""
-    values = bind_arguments(t.call, ("tag", "payload", "replicas"))
-    if values is None:
-        return None
-    payload, replicas = values.get("payload"), values.get("replicas")
-    if payload is not None and string_value(payload) not in ("",) and not _empty_bytes(payload):
-        return None
-    if not (is_none(replicas) or (isinstance(replicas, cst.List) and not replicas.elements)):
-        return None
+    line of its own, without a payload or replicas (`fix_blocker`, `declines.rendezvous`)."""
     barrier = call_statement(render("dist.barrier()", t.ctx))
     return [if_block(render("dist.is_initialized()", t.ctx), [barrier])]
-
-
-def _empty_bytes(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.SimpleString) and expr.evaluated_value in (b"", "")
