@@ -131,7 +131,7 @@ def requirements_hits(text: str) -> Iterator[Hit]:
 # -- pyproject.toml -----------------------------------------------------------------------------
 
 
-def _toml() -> Any:
+def toml_module() -> Any:
     if sys.version_info >= (3, 11):
         import tomllib
 
@@ -141,12 +141,21 @@ def _toml() -> Any:
     return tomli
 
 
-def pyproject_hits(text: str) -> Iterator[Hit]:
-    toml = _toml()
+def load_toml(text: str) -> dict[str, Any]:
+    """The parsed document; raises `DependencyError` (one line) for invalid TOML."""
+    toml = toml_module()
     try:
-        data = toml.loads(text)
+        data: dict[str, Any] = toml.loads(text)
     except toml.TOMLDecodeError as exc:
         raise DependencyError(f"invalid TOML: {exc}") from exc
+    return data
+
+
+def pyproject_hits(text: str) -> Iterator[Hit]:
+    from neuron_migrate.project_files.toml_deps import poetry_hits
+
+    data = load_toml(text)
+    yield from poetry_hits(text, data)
     project = data.get("project")
     if not isinstance(project, dict):
         return

@@ -31,6 +31,7 @@ class Hit(NamedTuple):
     group_key: int = -1
     group_size: int = 1
     group: tuple[int, int] | None = None
+    bare_pin: bool = False  # a version written without `==` (Poetry's `2.1.2`, `2.1.*`)
 
 
 class Edit(NamedTuple):

@@ -8,6 +8,7 @@ import re
 _BY_NAME: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dockerfile", ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "*.dockerfile", "Containerfile")),
     ("pyproject", ("pyproject.toml",)),
+    ("pipfile", ("Pipfile",)),
     ("setup-cfg", ("setup.cfg",)),
     ("setup-py", ("setup.py",)),
     (
@@ -27,7 +28,9 @@ NEEDLES = re.compile(
     rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|neuron|xlarge|_venv_"
 )
 DEPENDENCY_NEEDLES = re.compile(rb"torch|xla|neuron|python")
-DEPENDENCY_KINDS = frozenset({"requirements", "pyproject", "setup-cfg", "setup-py", "conda"})
+DEPENDENCY_KINDS = frozenset(
+    {"requirements", "pyproject", "pipfile", "setup-cfg", "setup-py", "conda"}
+)
 
 
 # One expression for every pattern, a group per kind: a tree walk asks about every file it meets.
@@ -52,7 +55,14 @@ def kind_by_name(display: str) -> str | None:
 
 def may_be_shell_script(name: str) -> bool:
     """An extension-less name worth a look at its first line (`run`, `launch_train`)."""
-    return "." not in name and name not in ("Makefile", "LICENSE", "README", "NOTICE", "OWNERS")
+    return "." not in name and name not in (
+        "Makefile",
+        "Pipfile",
+        "LICENSE",
+        "README",
+        "NOTICE",
+        "OWNERS",
+    )
 
 
 def is_shell_shebang(head: bytes) -> bool:

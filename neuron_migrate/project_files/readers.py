@@ -37,6 +37,10 @@ def _hits(text: str, kind: str) -> Iterator[Hit]:
         from neuron_migrate.project_files.deps import pyproject_hits
 
         yield from pyproject_hits(text)
+    elif kind == "pipfile":
+        from neuron_migrate.project_files.toml_deps import pipfile_hits
+
+        yield from pipfile_hits(text)
     elif kind == "setup-cfg":
         from neuron_migrate.project_files.deps import setup_cfg_hits
 

@@ -77,9 +77,8 @@ def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:
         return Edit(hit.name[0], hit.name[1], files.rename_to)
     if files.fix == "pin" and hit.name is not None and hit.detail in target.versions():
         version = target.versions()[hit.detail]
-        return Edit(
-            hit.name[0], hit.name[1], f"=={version}.*" if hit.detail != "torch" else f"=={version}"
-        )
+        pin = f"{version}.*" if hit.detail != "torch" else version
+        return Edit(hit.name[0], hit.name[1], pin if hit.bare_pin else f"=={pin}")
     return None
 
 

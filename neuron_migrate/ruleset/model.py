@@ -84,6 +84,7 @@ FILE_KINDS: tuple[str, ...] = (
     "dockerfile",
     "requirements",
     "pyproject",
+    "pipfile",
     "setup-cfg",
     "setup-py",
     "conda",

@@ -16,6 +16,7 @@ FILE_NAMES = {
     "json": "job.json",
     "requirements": "requirements.txt",
     "pyproject": "pyproject.toml",
+    "pipfile": "Pipfile",
     "setup-cfg": "setup.cfg",
     "setup-py": "setup.py",
     "conda": "environment.yml",
