@@ -113,6 +113,7 @@ def rewrite_source(
         left,
         sorted({site.call_span[0] for site in index.imports if site.call_span}),
         ctx.outcomes,
+        frozenset(site.line for site in index.imports if not site.used),
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)

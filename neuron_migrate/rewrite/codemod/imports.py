@@ -17,6 +17,7 @@ from typing import Literal
 
 import libcst as cst
 
+from neuron_migrate.rewrite.codemod.collapse import catches_import_error, collapsed, collapsible
 from neuron_migrate.rewrite.codemod.context import FileContext, module_bindings
 from neuron_migrate.rewrite.codemod.helpers import HELPERS as ADDED_HELPERS
 from neuron_migrate.rewrite.codemod.markers import (
@@ -190,15 +191,7 @@ def string_annotation_names(source: str) -> frozenset[str]:
 
 
 def _catches_import_error(node: cst.Try) -> bool:
-    for handler in node.handlers:
-        if handler.type is None:
-            return True
-        kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-        for kind in kinds:
-            expr = kind.value if isinstance(kind, cst.Element) else kind
-            if dotted(expr) in IMPORT_ERRORS:  # type: ignore[arg-type]
-                return True
-    return False
+    return any(catches_import_error(handler, IMPORT_ERRORS) for handler in node.handlers)
 
 
 class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
@@ -213,8 +206,10 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         left: frozenset[str] = frozenset(),
         import_lines: Sequence[int] = (),
         outcomes: list[Outcome] | None = None,
+        unused_lines: frozenset[int] = frozenset(),
     ) -> None:
         super().__init__()
+        self.unused_lines = unused_lines
         self.ruleset = ruleset
         # The lines torch_xla import statements start on, sorted: where a marker's site is.
         self.import_lines = import_lines
@@ -226,6 +221,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         self.made_from = made_from
         self.xla_mentions = xla_mentions
         self.guarded_bodies: set[int] = set()
+        self.collapsing: set[int] = set()  # the `try` statements that no longer decide, by id
         self.blocks: list[int] = []
 
     def wanted(self, node: cst.CSTNode) -> bool:
@@ -258,8 +254,40 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         return module.with_changes(header=header)
 
     def visit_Try(self, node: cst.Try) -> None:
-        if _catches_import_error(node):
+        if not _catches_import_error(node):
+            return
+        if collapsible(node, IMPORT_ERRORS, _is_import_line, self._removed, self._read):
+            self.collapsing.add(id(node))  # its imports go as unguarded ones do
+        else:
             self.guarded_bodies.add(id(node.body))
+
+    def leave_Try(
+        self, original: cst.Try, updated: cst.Try
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        if id(original) not in self.collapsing:
+            return updated
+        return cst.FlattenSentinel(collapsed(updated, self._read))
+
+    def _read(self, name: str) -> bool:
+        return self.usage.uses_name(name) or self.usage.tests[name] > 0
+
+    def _removed(self, line: cst.BaseStatement) -> bool:
+        """Whether every name a line of imports binds is a torch_xla name that goes, and none
+        was unused in the source: the scan reports such an import (`import torch_xla  # noqa`,
+        `xla_backend`) under its guard as left for a person, and cannot tell yet whether that
+        guard collapses."""
+        extent = self.extents.get(line) or self.made_from.get(line)
+        if extent is None or any(extent[0] <= n <= extent[2] for n in self.unused_lines):
+            return False
+        if isinstance(line, OpaqueStatement):
+            imported = line.cut.imports
+            modules = [i.module for i in imported]
+            gone = all(self._fate(i) == "removed" for i in imported)
+        else:
+            assert isinstance(line, cst.SimpleStatementLine)
+            modules = [m for small in line.body for m in _imported_modules(small)]
+            gone = all(self._small(small)[0] is None for small in line.body)
+        return gone and all(map(_is_torch_xla, modules))
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.blocks.append(id(node))
@@ -438,6 +466,15 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         return small, False, None
 
 
+def _imported_modules(small: cst.BaseSmallStatement) -> list[str]:
+    """The modules a statement imports from; `[""]` for anything else."""
+    if isinstance(small, cst.Import):
+        return [dotted(alias.name) for alias in small.names]
+    if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+        return [dotted(small.module)]
+    return [""]
+
+
 def _xla_module(line: cst.BaseStatement) -> str:
     """The first torch_xla module a line of imports names: the marked site's API."""
     if isinstance(line, OpaqueStatement):
@@ -549,6 +586,7 @@ def clean_imports(
     left: frozenset[str] = frozenset(),
     import_lines: Sequence[int] = (),
     outcomes: list[Outcome] | None = None,
+    unused_lines: frozenset[int] = frozenset(),
 ) -> cst.Module:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
@@ -558,7 +596,8 @@ def clean_imports(
     top-level statements for the output; `plain_binders`: the names torch_xla imports other than
     the side-effect ones (`import torch_xla.distributed.xla_backend`) bind; `left`: the codes of
     the rules with a site the rule pass left as it was; `import_lines`: the sorted lines the
-    torch_xla import statements start on; `outcomes`: where each marked import is recorded."""
+    torch_xla import statements start on; `outcomes`: where each marked import is recorded;
+    `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them)."""
     usage = _Usage(module, extents, source, printer)
     usage.cover(imported)
     cleanup = ImportCleanup(
@@ -571,6 +610,7 @@ def clean_imports(
         left,
         import_lines,
         outcomes,
+        unused_lines,
     )
     return module.visit(cleanup)
 

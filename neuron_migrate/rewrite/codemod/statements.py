@@ -36,8 +36,8 @@ def _lstrip_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
 def _merge(
     carry: list[cst.EmptyLine], own: Sequence[cst.EmptyLine], first: bool
 ) -> list[cst.EmptyLine]:
-    if own and own[0].comment is None:  # the statement brings its own blank line
-        carry = _lstrip_blank(carry)
+    if own and own[0].comment is None and all(line.comment is None for line in carry):
+        carry = []  # the statement brings its own blank line; no comment is carried
     lines = [*carry, *own]
     return _lstrip_blank(lines) if first else lines
 
