@@ -93,3 +93,20 @@ def canonical_name(name: str) -> str:
     """A project name as PEP 503 compares it (`Torch_XLA` -> `torch-xla`); `packaging.utils`
     does the same but imports the platform tags machinery with it."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def assignment_line_hit(
+    text: str, start: int, end: int, key: tuple[int, int], *, read: bool
+) -> Hit:
+    """An environment variable set by the line(s) `start:end` (a .env line, a Makefile
+    `export`), its name at `key`: dropped with its lines unless the file `read`s it again."""
+    return Hit(
+        "env-var",
+        text[key[0] : key[1]],
+        key[0],
+        end,
+        start,
+        indent_at(text, start),
+        drop=None if read else whole_lines(text, start, end),
+        name=key,
+    )

@@ -17,6 +17,8 @@ _BY_NAME: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("conda", ("environment.yml", "environment.yaml", "environment-*.yml", "environment-*.yaml")),
     ("shell", ("*.sh", "*.bash", "*.sbatch", "*.slurm")),
+    ("makefile", ("Makefile", "makefile", "GNUmakefile", "*.mk")),
+    ("dotenv", (".env", ".env.*", "*.env")),
     ("yaml", ("*.yml", "*.yaml")),
     ("json", ("*.json",)),
 )

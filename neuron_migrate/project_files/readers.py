@@ -21,6 +21,14 @@ def _hits(text: str, kind: str) -> Iterator[Hit]:
         from neuron_migrate.project_files.shell import script_hits
 
         yield from script_hits(text)
+    elif kind == "makefile":
+        from neuron_migrate.project_files.makefile import makefile_hits
+
+        yield from makefile_hits(text)
+    elif kind == "dotenv":
+        from neuron_migrate.project_files.dotenv import dotenv_hits
+
+        yield from dotenv_hits(text)
     elif kind == "dockerfile":
         from neuron_migrate.project_files.dockerfile import dockerfile_hits
 

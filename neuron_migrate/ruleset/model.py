@@ -81,6 +81,8 @@ class Example(NamedTuple):
 # The kinds of project file besides Python a rule may apply to (`neuron_migrate.project_files`).
 FILE_KINDS: tuple[str, ...] = (
     "shell",
+    "makefile",
+    "dotenv",
     "dockerfile",
     "requirements",
     "pyproject",

@@ -11,6 +11,8 @@ from neuron_migrate.scan.findings import Finding
 TARGET = Target("2.14.3.0", "2.14.0")
 FILE_NAMES = {
     "shell": "run.sh",
+    "makefile": "Makefile",
+    "dotenv": ".env",
     "dockerfile": "Dockerfile",
     "yaml": "job.yaml",
     "json": "job.json",
