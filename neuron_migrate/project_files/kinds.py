@@ -10,6 +10,7 @@ _BY_NAME: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pyproject", ("pyproject.toml",)),
     ("pipfile", ("Pipfile",)),
     ("setup-cfg", ("setup.cfg",)),
+    ("tox", ("tox.ini",)),
     ("setup-py", ("setup.py",)),
     (
         "requirements",
@@ -72,6 +73,8 @@ def is_shell_shebang(head: bytes) -> bool:
 
 
 def may_hold_findings(data: bytes, kind: str) -> bool:
+    if kind == "tox":  # dependencies, and the environment and commands of a test run
+        return NEEDLES.search(data) is not None or DEPENDENCY_NEEDLES.search(data) is not None
     if kind in DEPENDENCY_KINDS:
         return DEPENDENCY_NEEDLES.search(data) is not None
     return NEEDLES.search(data) is not None

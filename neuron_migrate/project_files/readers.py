@@ -49,6 +49,10 @@ def _hits(text: str, kind: str) -> Iterator[Hit]:
         from neuron_migrate.project_files.toml_deps import pipfile_hits
 
         yield from pipfile_hits(text)
+    elif kind == "tox":
+        from neuron_migrate.project_files.tox import tox_hits
+
+        yield from tox_hits(text)
     elif kind == "setup-cfg":
         from neuron_migrate.project_files.deps import setup_cfg_hits
 

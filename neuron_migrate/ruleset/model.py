@@ -89,6 +89,7 @@ FILE_KINDS: tuple[str, ...] = (
     "pipfile",
     "setup-cfg",
     "setup-py",
+    "tox",
     "conda",
     "yaml",
     "json",

@@ -21,6 +21,7 @@ FILE_NAMES = {
     "pipfile": "Pipfile",
     "setup-cfg": "setup.cfg",
     "setup-py": "setup.py",
+    "tox": "tox.ini",
     "conda": "environment.yml",
 }
 
