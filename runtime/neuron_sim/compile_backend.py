@@ -14,7 +14,8 @@ lowered too, and only an op whose status the matrix's `compile.graph_refuses` na
 to compile, naming the op and the user's source line; by default that raises, and with
 `TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0` or the `fallback_execution` compile option (the
 matrix's `compile` rules name both) the original graph runs eagerly instead, op by op on the
-device. Graphs run through `graph_runner`.
+device. Every int64 value an accepted graph computes wraps as an int32, as eager ops' results
+do (`int64_graph`). Graphs run through `graph_runner`.
 
 Importing dynamo costs about a second, so all of this is set up at the first `torch.compile`.
 """
@@ -32,6 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
+from neuron_sim.int64_graph import wrap_int64_values
 from neuron_sim.policy import NATIVE, OpPolicy
 from neuron_sim.recorder import Compile, ProcessTrace
 from neuron_sim.source import _is_user_file, user_location
@@ -240,11 +242,11 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
     def forward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.forward_ops = _check_graph("forward", record, graph)
-        return make_boxed_func(_runnable(graph))
+        return make_boxed_func(_runnable(_as_device_computes(graph)))
 
     def backward_compiler(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         record.backward_ops = _check_graph("backward", record, graph)
-        return make_boxed_func(_runnable(graph))
+        return make_boxed_func(_runnable(_as_device_computes(graph)))
 
     compiler = aot_autograd(
         fw_compiler=forward_compiler,
@@ -295,6 +297,15 @@ def _falls_back_to_eager(options: Any) -> bool:
         # The variable *disables* fallback execution: 0 turns fallback back on.
         return value.strip().lower() in _FALSE
     return not rules.failure_raises
+
+
+def _as_device_computes(graph: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`graph`, made to compute as eager ops on the device do: int64 as int32 where the matrix
+    says so (each int64 value the graph computes wraps, not only its results)."""
+    assert _policy is not None
+    if _policy.downcast_rule("int64") == "int32":
+        wrap_int64_values(graph)
+    return graph
 
 
 def _runnable(graph: torch.fx.GraphModule) -> Any:

@@ -69,3 +69,48 @@ def test_int64_computes_as_int32_and_reports_int64(sim_run) -> None:
     run = sim_run(NARROWED)
     run.assert_finished("INT64_OK")
     assert "NeuronDowncastWarning" not in run.err
+
+
+COMPILED_LIKE_EAGER = """
+import torch
+
+def intermediates(t):
+    wide = t * 4  # 2**30 * 4 leaves int32 range: 0 on the device
+    return wide // 4 + 1, wide > 0, wide.float().sum(), (t + t).max()
+
+def in_place(t):
+    t = t.clone()
+    t.mul_(4)
+    return t // 4
+
+def cumulative(t):
+    return torch.cumsum(t * 3, 0) // 2
+
+def indexing(t, table):
+    # an int64 index made by arithmetic that overflows, then used: 2**31 + 1 wraps to -2**31 + 1
+    return table[(t * 2 + 1) % 5], torch.topk(t * 2, 2).values
+
+t = torch.tensor([2**30, 3, 2**29], device="neuron")
+table = torch.arange(5.0, device="neuron")
+for fn, args in ((intermediates, (t,)), (in_place, (t,)), (cumulative, (t,)),
+                 (indexing, (t, table))):
+    eager = fn(*args)
+    compiled = torch.compile(fn, backend="neuron")(*args)
+    eager = eager if isinstance(eager, tuple) else (eager,)
+    compiled = compiled if isinstance(compiled, tuple) else (compiled,)
+    for e, c in zip(eager, compiled):
+        assert c.device == e.device and c.dtype is e.dtype, (fn.__name__, c, e)
+        assert c.cpu().tolist() == e.cpu().tolist(), (fn.__name__, c.cpu(), e.cpu())
+# the values themselves, as int32 arithmetic gives them
+assert [v.cpu().tolist() for v in intermediates(t)] == [
+    [1, 4, -(2**29) + 1], [False, True, False], -(2.0**31), 2**30
+]
+print("COMPILED_AS_EAGER")
+"""
+
+
+def test_a_compiled_graph_wraps_its_int64_intermediates_as_eager_ops_do(sim_run) -> None:
+    run = sim_run(COMPILED_LIKE_EAGER)
+    run.assert_finished("COMPILED_AS_EAGER")
+    graphs = run.trace["compile"]["graphs"]
+    assert len(graphs) == 4 and all(graph["ok"] for graph in graphs)
