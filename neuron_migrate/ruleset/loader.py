@@ -50,7 +50,7 @@ _TOP_KEYS = {
 _FILES_KEYS = {"kinds", "idiom", "details", "fix", "status", "rename_to", "message", "examples"}
 _FILE_EXAMPLE_KEYS = {"kind", "before", "after", "unchanged", "fixes"}
 _FILE_STATUSES = ("xla", "unsupported", "advice")
-_MATCH_KEYS = {"qualnames", "idiom", "details", "analyzer"}
+_MATCH_KEYS = {"qualnames", "idiom", "details", "analyzer", "predicates"}
 _REWRITE_KEYS = {"template", "transform", "params", "defaults", "options"}
 _EXAMPLE_KEYS = {"before", "after", "fixes"}
 
@@ -116,11 +116,16 @@ def _match(fields: _Fields) -> Match:
     for i, name in enumerate(qualnames):
         if not _QUALNAME.match(name):
             raise fields.fail(f"qualnames[{i}]", f"not a dotted name: {name!r}")
+    predicates = fields.strings("predicates")
+    for i, name in enumerate(predicates):
+        if not _QUALNAME.match(name):
+            raise fields.fail(f"predicates[{i}]", f"not a dotted name: {name!r}")
     match = Match(
         qualnames=qualnames,
         idiom=fields.text("idiom", required=False),
         details=fields.strings("details"),
         analyzer=fields.text("analyzer", required=False),
+        predicates=predicates,
     )
     if not (match.qualnames or match.idiom or match.analyzer):
         raise fields.fail("qualnames", "a rule must match qualnames, an idiom or an analyzer")

@@ -34,6 +34,9 @@ class Match(NamedTuple):
     idiom: str | None = None  # an idiom kind the analyzer emits, e.g. "xla-device-string"
     details: tuple[str, ...] = ()  # idiom details this rule takes (fnmatch patterns); () = all
     analyzer: str | None = None  # a torch-op finding kind, e.g. "op-cpu-fallback"
+    # Functions whose call asks whether torch_xla is there (`transformers.utils.
+    # is_torch_xla_available`): a guard through one is resolved as a test of an import's name.
+    predicates: tuple[str, ...] = ()
 
 
 # A template's `{param}` holes, and the form of a template that only renames the callee.

@@ -50,6 +50,9 @@ class Program:
     name: str
     launcher: str  # "torchrun": launched by torchrun as it is; "spawn": starts its own workers
     args: tuple[str, ...] = ()
+    # Nothing left for a person: no marker, no torch_xla name in the migrated program (its
+    # availability guards resolved, their try/except and functions gone).
+    complete: bool = False
 
 
 PROGRAMS_UNDER_TEST = [
@@ -59,6 +62,7 @@ PROGRAMS_UNDER_TEST = [
     Program("legacy_spawn", "spawn"),
     Program("modern_lm", "spawn"),
     Program("third_party_cifar", "spawn"),
+    Program("portable_trainer", "torchrun", complete=True),
 ]
 
 
@@ -140,7 +144,10 @@ def _check(done, reference, processes: int) -> None:
 def test_migrated_program_runs_like_the_original(
     tmp_path: Path, program: Program, processes: int
 ) -> None:
-    tree, _ = _migrate(tmp_path, program)
+    tree, summary = _migrate(tmp_path, program)
+    if program.complete:
+        assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
+        assert "torch_xla" not in (tree / "train.py").read_text()
     done = _migrated_run(tree, program, processes)
     _check(done, _reference_run(program, processes), processes)
 

@@ -42,6 +42,34 @@ RESOLVED = {
         "        if xm: xm.mark_step(); continue\n        print(b)\n    return 0\n",
         "\ndef run(batches):\n    for b in batches:\n        continue\n    return 0\n",
     ),
+    # guards through a function that asks whether torch_xla is there
+    # transformers' check, imported with another name the file still uses
+    "transformers.utils.is_torch_xla_available": (
+        "from transformers.utils import is_torch_xla_available, logging\n\n"
+        "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n\n"
+        "logger = logging.get_logger(__name__)\n\n\n"
+        "def sync():\n    if is_torch_xla_available():\n        xm.mark_step()\n",
+        "from transformers.utils import logging\n\n"
+        "logger = logging.get_logger(__name__)\n\n\ndef sync():\n    pass\n",
+    ),
+    # the older name, with its keyword
+    "transformers.is_torch_tpu_available(check_device=False)": (
+        "import torch\nfrom transformers import is_torch_tpu_available\n\n"
+        "if is_torch_tpu_available(check_device=False):\n"
+        "    import torch_xla.core.xla_model as xm\n\n\n"
+        "def device():\n    if not is_torch_tpu_available(check_device=False):\n"
+        "        return torch.device('cpu')\n    return xm.xla_device()\n",
+        'import torch\n\n\ndef device():\n    return torch.device("neuron")\n',
+    ),
+    # a function of the file's own that tries the import
+    "a local _xla_available()": (
+        "import torch\n\n\ndef _xla_available():\n    try:\n"
+        "        import torch_xla  # noqa: F401\n"
+        "    except ImportError:\n        return False\n    return True\n\n\n"
+        "def device():\n    if _xla_available():\n        import torch_xla.core.xla_model as xm\n\n"
+        "        return xm.xla_device()\n    return torch.device('cpu')\n",
+        'import torch\n\n\ndef device():\n    return torch.device("neuron")\n',
+    ),
 }
 
 

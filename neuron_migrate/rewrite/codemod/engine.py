@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.rewrite.codemod.context import FileContext, beside_plain_steps, module_bindings
-from neuron_migrate.rewrite.codemod.guards import availability_flags, rebound, resolve_guards
+from neuron_migrate.rewrite.codemod.guards import rebound, resolve_guards
 from neuron_migrate.rewrite.codemod.imports import (
     add_imports_and_helpers,
     clean_imports,
@@ -21,6 +21,7 @@ from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
+from neuron_migrate.scan.analyzer.availability import availability_flags, availability_predicates
 from neuron_migrate.scan.analyzer.sites import find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
@@ -98,7 +99,8 @@ def rewrite_source(
     left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
     guard_names = frozenset(imported) | availability_flags(tree)
     guard_names -= rebound(tree, guard_names)
-    module = resolve_guards(module, guard_names, where.extents, rules.made_from, text)
+    predicates = availability_predicates(tree, ruleset.get("NM198").match.predicates)
+    module = resolve_guards(module, guard_names, where.extents, rules.made_from, text, predicates)
     printer = Printer(module)
     module = clean_imports(
         module,

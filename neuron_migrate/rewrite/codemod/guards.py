@@ -19,66 +19,17 @@ from typing import Any
 
 import libcst as cst
 
-from neuron_migrate.rewrite.codemod.imports import IMPORT_ERRORS
+from neuron_migrate.rewrite.codemod.collapse import real_statements
+from neuron_migrate.rewrite.codemod.imports import rebuild_import
 from neuron_migrate.rewrite.codemod.markers import TODO_PREFIX
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.rewrite.codemod.spansets import SourceText
-from neuron_migrate.rewrite.codemod.statements import StatementCleanup, deleted
-
-
-def _is_torch_xla_import(node: ast.stmt) -> bool:
-    if isinstance(node, ast.Import):
-        return any(a.name.split(".")[0] == "torch_xla" for a in node.names)
-    return (
-        isinstance(node, ast.ImportFrom)
-        and not node.level
-        and (node.module or "").split(".")[0] == "torch_xla"
-    )
-
-
-def _flags_set(body: Sequence[ast.stmt], value: bool) -> set[str]:
-    return {
-        target.id
-        for stmt in body
-        if isinstance(stmt, ast.Assign)
-        and isinstance(stmt.value, ast.Constant)
-        and stmt.value.value is value
-        for target in stmt.targets
-        if isinstance(target, ast.Name)
-    }
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(k, ast.Name) and k.id in IMPORT_ERRORS for k in kinds)
-
-
-def availability_flags(tree: ast.AST) -> frozenset[str]:
-    """The names a `try` around a torch_xla import sets True after it and False in its
-    `except ImportError:` (`HAS_XLA`), and that nothing else assigns."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Try) or not any(map(_is_torch_xla_import, node.body)):
-            continue
-        true = _flags_set([*node.body, *node.orelse], True)
-        for handler in node.handlers:
-            if _catches_import_error(handler):
-                found |= true & _flags_set(handler.body, False)
-    if not found:
-        return frozenset()
-    assigned = [
-        target.id
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name) and target.id in found
-    ]
-    # each flag: once True, once False (per try); anything more and the test asks something else
-    return frozenset(name for name in found if assigned.count(name) == 2)
+from neuron_migrate.rewrite.codemod.statements import StatementCleanup, deleted, drop_deleted
+from neuron_migrate.scan.analyzer.availability import (
+    is_torch_xla_import,
+)
 
 
 def rebound(tree: ast.AST, names: frozenset[str]) -> frozenset[str]:
@@ -87,7 +38,7 @@ def rebound(tree: ast.AST, names: frozenset[str]) -> frozenset[str]:
     assignment. A test of such a name may ask about something else."""
     allowed: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(map(_is_torch_xla_import, node.body)):
+        if isinstance(node, ast.Try) and any(map(is_torch_xla_import, node.body)):
             clauses = [node.body, node.orelse, *(h.body for h in node.handlers)]
             allowed.update(id(stmt) for clause in clauses for stmt in clause)
     found: set[str] = set()
@@ -96,7 +47,7 @@ def rebound(tree: ast.AST, names: frozenset[str]) -> frozenset[str]:
             found.add(node.arg)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_torch_xla_import(node):
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not is_torch_xla_import(node):
             found.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and id(node) in allowed:
             continue
@@ -134,13 +85,23 @@ def _targets(node: ast.stmt) -> Iterable[ast.AST]:
         yield from ast.walk(node.test)  # a walrus
 
 
-def _guard(test: cst.BaseExpression, names: frozenset[str]) -> bool | None:
-    """True for a test that asks whether torch_xla is there (`xm`, `xm is not None`, `HAS_XLA`),
-    False for its negation (`not xm`, `xm is None`), None for any other test."""
+def _guard(
+    test: cst.BaseExpression, names: frozenset[str], predicates: frozenset[str] = frozenset()
+) -> bool | None:
+    """True for a test that asks whether torch_xla is there (`xm`, `xm is not None`, `HAS_XLA`,
+    `is_torch_xla_available()`), False for its negation (`not xm`, `xm is None`), None for any
+    other test."""
     if isinstance(test, cst.Name):
         return True if test.value in names else None
+    if (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value in predicates
+        and all(arg.keyword is not None for arg in test.args)
+    ):
+        return True
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _guard(test.expression, names)
+        inner = _guard(test.expression, names, predicates)
         return None if inner is None else not inner
     if (
         isinstance(test, cst.Comparison)
@@ -164,12 +125,15 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         extents: Mapping[cst.CSTNode, Extent],
         made_from: dict[object, Extent],
         source: SourceText,
+        predicates: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
-        self.names = names
+        self.names = names | predicates
+        self.predicates = predicates
         self.extents = extents
         self.made_from = made_from
-        self.words = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        words = sorted(self.names)
+        self.words = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
         self.mentions = source.occurrences(self.words.pattern)
         self.elifs: set[int] = set()  # the `if` nodes that are an `elif` clause, by id
         self.blocks: list[cst.IndentedBlock] = []  # the blocks around the node, as entered
@@ -213,7 +177,10 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         return result
 
     def _reads_none(self, statements: Iterable[cst.BaseStatement]) -> bool:
+        """Whether the statements read none of the names (a torch_xla import binds one: the
+        import pass settles it wherever it stands)."""
         code = cst.Module(body=list(statements)).code  # type: ignore[arg-type]
+        code = _TORCH_XLA_IMPORT.sub("", code)
         return not self.words.search(code)
 
     def _taken(
@@ -292,7 +259,7 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         orelse: Sequence[cst.BaseStatement] | None,
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         """`node` (standing where `original` was in its block) as the branch it takes."""
-        present = _guard(test, self.names)
+        present = _guard(test, self.names, self.predicates)
         if present is None:
             return node
         taken = body if present else orelse
@@ -320,8 +287,17 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         return TODO_PREFIX not in tail
 
 
+_TORCH_XLA_IMPORT = re.compile(
+    r"^[ \t]*(?:import[ \t]+torch_xla[\w.]*(?:[ \t]+as[ \t]+\w+)?"
+    r"|from[ \t]+torch_xla[\w.]*[ \t]+import[ \t]+\w+(?:[ \t]+as[ \t]+\w+)?)[ \t]*(?:#.*)?$",
+    re.MULTILINE,
+)
+
+
 def _ends_block(stmt: cst.BaseStatement) -> bool:
     """Whether nothing after `stmt` in its block runs: it returns, raises, breaks, continues."""
+    if isinstance(stmt, OpaqueStatement) and not stmt.cut.import_line:
+        stmt = real_statements(stmt)[-1]
     return isinstance(stmt, cst.SimpleStatementLine) and isinstance(
         stmt.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break)
     )
@@ -363,10 +339,68 @@ def resolve_guards(
     extents: Mapping[cst.CSTNode, Extent],
     made_from: dict[object, Extent],
     source: SourceText,
+    predicates: frozenset[str] = frozenset(),
 ) -> cst.Module:
     """`module` with each availability guard of `names` (the names torch_xla imports bind, and
     the flags their `try` sets) that reads no torch_xla name in its torch_xla branch replaced
     by that branch. Each node rebuilt is entered in `made_from` with its original's extent."""
-    if not names:
+    if not names and not predicates:
         return module
-    return module.visit(GuardResolution(names, extents, made_from, source))
+    module = module.visit(GuardResolution(names, extents, made_from, source, predicates))
+    return drop_unused_predicates(module, predicates) if predicates else module
+
+
+def _defines(stmt: cst.BaseStatement, name: str) -> bool:
+    """Whether a top-level statement is `def name(...)`."""
+    if isinstance(stmt, cst.FunctionDef):
+        return stmt.name.value == name
+    if isinstance(stmt, OpaqueCompound):
+        return re.match(rf"def\s+{re.escape(name)}\s*\(", stmt.headers.texts[0]) is not None
+    return False
+
+
+def _without_alias(stmt: cst.BaseStatement, name: str) -> cst.BaseStatement | None:
+    """A top-level `from m import name, other` without `name` (a deleted placeholder when
+    nothing is left); None when the statement imports no `name`."""
+    line = stmt.parse_line() if isinstance(stmt, OpaqueStatement) and stmt.cut.import_line else stmt
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    small = line.body[0]
+    if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+        return None
+    keep = [a for a in small.names if (a.evaluated_alias or a.evaluated_name) != name]
+    if len(keep) == len(small.names):
+        return None
+    if not keep:
+        return deleted(line.with_changes(trailing_whitespace=cst.TrailingWhitespace()))
+    rebuilt = rebuild_import(small, keep)
+    assert rebuilt is not None
+    return line.with_changes(body=[rebuilt])
+
+
+def drop_unused_predicates(module: cst.Module, predicates: frozenset[str]) -> cst.Module:
+    """`module` without the availability functions its resolved guards no longer call: a
+    function of its own that tried the import goes, and an imported one leaves its import."""
+    body = list(module.body)
+    changed = False
+    for name in sorted(predicates):
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        code = module.with_changes(body=body).code
+        for k, stmt in enumerate(body):
+            if _defines(stmt, name):
+                replacement: cst.BaseStatement | None = deleted(
+                    cst.SimpleStatementLine(body=[cst.Pass()])
+                )
+            else:
+                replacement = _without_alias(stmt, name)
+            if replacement is None:
+                continue
+            own = len(word.findall(cst.Module(body=[stmt]).code))
+            if len(word.findall(code)) == own:
+                body[k] = replacement  # type: ignore[call-overload]
+                changed = True
+            break
+    if not changed:
+        return module
+    kept, leftover = drop_deleted(body, module=True)
+    return module.with_changes(body=kept, footer=[*leftover, *module.footer])

@@ -46,9 +46,9 @@ from neuron_migrate.rewrite.codemod.transforms.launch import (
     device_loader_source,
 )
 from neuron_migrate.ruleset import Rule, RuleSet
+from neuron_migrate.scan.analyzer.availability import IMPORT_ERRORS
 
 GUARD_RULE = "NM198"
-IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # Why a torch_xla import stays: its module is used, only tested by a guard, or nothing says.
 Why = Literal["used", "tested"] | None
 
@@ -443,7 +443,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
                 keep.append(alias)
                 if why != "other":
                     used = _stronger(used, why)
-            return _rebuild(small, keep), removed, used
+            return rebuild_import(small, keep), removed, used
         if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
             module = dotted(small.module)
             if not _is_torch_xla(module):
@@ -462,7 +462,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
                     continue
                 keep.append(alias)
                 used = _stronger(used, why)
-            return _rebuild(small, keep), removed, used
+            return rebuild_import(small, keep), removed, used
         return small, False, None
 
 
@@ -528,7 +528,7 @@ def _comment_dropped(line: cst.BaseStatement) -> cst.SimpleStatementLine:
     return line.with_changes(trailing_whitespace=cst.TrailingWhitespace())
 
 
-def _rebuild(
+def rebuild_import(
     small: cst.Import | cst.ImportFrom, aliases: Sequence[cst.ImportAlias]
 ) -> cst.BaseSmallStatement | None:
     if not aliases:

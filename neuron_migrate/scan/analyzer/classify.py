@@ -6,9 +6,11 @@ torch ops and APIs through the API->aten map and the versioned compatibility mat
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 
 from neuron_migrate.ruleset import Rule
+from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
 from neuron_migrate.scan.analyzer.fixability import fix_blocker, follower_blocker, needed_by
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
@@ -16,6 +18,8 @@ from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
+_XLA_CATEGORIES = ("torch_xla", "xla_idiom", "ambiguous")
+GUARD_RULE = "NM198"  # its `match.predicates`: the library functions that test for torch_xla
 _FLOAT64_NAMES = frozenset(
     {"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"}
 )
@@ -90,6 +94,8 @@ class _Classifier:
         self.fingerprints = Fingerprints(path)
         # torch_xla call sites by the call's span: a reference given to one follows its fate.
         self.xla_calls: dict[tuple[int, int, int, int], Site] = {}
+        # The findings of imports under an availability guard, the source never reads.
+        self.guarded_imports: list[int] = []
 
     def _normalised(self, line: int) -> str:
         """The line's text with its runs of whitespace as one space: what fingerprints hold."""
@@ -180,6 +186,29 @@ class _Classifier:
                 return reason
         return fix_blocker(rule, site)
 
+    def settle_guarded_imports(self, source: str) -> None:
+        """An import the source never reads, under a guard the rewrite resolves once the code
+        it guards is migrated (`if _xla_available(): import ...xla_backend`, an own function
+        that tries `import torch_xla`), goes with that guard: fixable when every other
+        torch_xla site of the file is (`availability.settled_guarded_imports`)."""
+        if not self.guarded_imports:
+            return
+        findings = self.out.findings
+        held = set(self.guarded_imports)
+        if any(
+            not f.fixable and f.category in _XLA_CATEGORIES
+            for k, f in enumerate(findings)
+            if k not in held
+        ):
+            return
+        library = self.ctx.rules.get(GUARD_RULE).match.predicates
+        lines = settled_guarded_imports(ast.parse(source), library)
+        for k in self.guarded_imports:
+            finding = findings[k]
+            if finding.line in lines:
+                rule = self.ctx.rules.get(finding.code)
+                findings[k] = finding._replace(fixable=rule.has_rewrite, message=rule.summary)
+
     def settle_side_effect_imports(self) -> None:
         """A side-effect import stays while a site that needs it is left for a person (the
         rule's `needed_by`): then it is not fixable either."""
@@ -230,7 +259,10 @@ class _Classifier:
             return
         rule = self.ctx.rules.for_import(site.qualname)
         if rule is not None:
+            before = len(self.out.findings)
             self.add_rule_finding(site, rule, site.qualname, "torch_xla")
+            if site.guarded and not site.ambiguous and len(self.out.findings) > before:
+                self.guarded_imports.append(before)
 
     def classify_torch(self, site: Site, qualname: str) -> None:
         ctx = self.ctx
@@ -467,4 +499,5 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
     for site in sites:
         classifier.classify(site)
     classifier.settle_side_effect_imports()
+    classifier.settle_guarded_imports(source)
     return classifier.out
