@@ -6,11 +6,11 @@ against the same tree's Python files alone.
 Builds a deterministic torch_xla tree (bench/gen_monorepo.py), then a copy of it with project
 files added beside the Python -- `--share` of the Python file count, cycling through the kinds a
 Trainium project holds (run.sh, requirements.txt, Dockerfile, a Kubernetes job, a CI workflow,
-pyproject.toml, a SageMaker JSON, an sbatch script), varied so that no two are alike. Each scan
-is a fresh `neuron-migrate scan --no-cache` process (the cost a CI gate pays); the two trees
-alternate within each run. Prints each tree's median wall time, the ratio of the medians, and
-the median of the per-run ratios. Target: the tree with project files within 10% of the .py-only
-scan.
+pyproject.toml, a SageMaker JSON, a Makefile, a .env file, a tox.ini, a Pipfile, an sbatch
+script), varied so that no two are alike. Each scan is a fresh `neuron-migrate scan --no-cache`
+process (the cost a CI gate pays); the two trees alternate within each run. Prints each tree's
+median wall time, the ratio of the medians, and the median of the per-run ratios. Target: the
+tree with project files within 10% of the .py-only scan.
 """
 
 from __future__ import annotations
@@ -105,6 +105,44 @@ dependencies = [
  "AlgorithmSpecification": {{"TrainingImage": "{old_dlc}"}},
  "ResourceConfig": {{"InstanceType": "ml.trn1.32xlarge", "InstanceCount": 2}},
  "Environment": {{"PJRT_DEVICE": "NEURON", "NEURON_CC_FLAGS": "--model-type=transformer"}}}}
+""",
+    "Makefile": """\
+export PJRT_DEVICE ?= NEURON
+STEPS := {n}
+train:
+\t@export XLA_USE_BF16=1
+\tneuron_parallel_compile torchrun --nproc_per_node=32 train.py --steps $(STEPS)
+setup:
+\tpip install torch-neuronx==2.9.0.2.15.32035
+""",
+    ".env": """\
+PJRT_DEVICE=NEURON
+NEURON_CC_FLAGS="--model-type=transformer"
+NEURON_RT_VISIBLE_CORES=0-31
+RUN_ID={n}
+""",
+    "tox.ini": """\
+[tox]
+envlist = py310
+
+[testenv]
+basepython = python3.10
+deps =
+    torch-xla==2.9.0
+    pytest
+setenv =
+    PJRT_DEVICE = NEURON
+    RUN_ID = {n}
+commands = pytest tests {{posargs}}
+""",
+    "Pipfile": """\
+[packages]
+torch-neuronx = "==2.9.0.2.15.32035"
+torch-xla = {{version = "==2.9.0"}}
+
+[requires]
+python_version = "3.10"
+# variant {n}
 """,
     "train.sbatch": """\
 #!/bin/bash
