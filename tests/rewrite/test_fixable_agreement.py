@@ -14,12 +14,14 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from neuron_migrate.matrix.versions import newest_version
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.scan.analysis import analyze_source
 from neuron_migrate.scan.analyzer.sites import find_sites
 from neuron_migrate.scan.scan_data import Context, context_for
+from tests.rewrite.test_property import programs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FILES = sorted(p for p in FIXTURES.rglob("*.py") if "torch_xla" in p.read_text())
@@ -143,3 +145,28 @@ def test_a_transformed_function_passed_around_is_not_fixable() -> None:
     findings = analyze_source(LOADER_PASSED_AROUND, "x.py", _context()).findings
     assert [(f.code, f.fixable) for f in findings if f.code == "NM403"] == [("NM403", False)]
     assert disagreements(LOADER_PASSED_AROUND) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_generated_programs_agree(program: str) -> None:
+    """The rewrite property test's programs: torch_xla calls with varied arguments, in every
+    kind of statement and expression."""
+    assert disagreements(program) == []
+
+
+def test_a_declined_call_says_why() -> None:
+    source = (FIXTURES / "rewrite" / "declined_arguments.in.py").read_text()
+    findings = analyze_source(source, "x.py", _context()).findings
+    left = {(f.line, f.code): f.message for f in findings if not f.fixable}
+    assert "replica groups" in left[(9, "NM501")]
+    assert "unpacked or unknown" in left[(10, "NM501")]
+    assert "evaluate three times" in left[(15, "NM304")]
+    assert "inside an expression" in left[(17, "NM301")]
+    assert "evaluate twice" in left[(23, "NM303")]
+    assert "known only at run time" in left[(29, "NM502")]
+    assert "payload" in left[(34, "NM306")]
+    assert "inside an expression or dropped" in left[(36, "NM305")]
+    fixable = {(f.line, f.code) for f in findings if f.fixable}
+    assert {(11, "NM501"), (16, "NM304"), (18, "NM301"), (24, "NM303")} <= fixable
+    assert {(30, "NM502"), (35, "NM306"), (37, "NM305")} <= fixable

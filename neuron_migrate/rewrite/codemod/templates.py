@@ -30,6 +30,14 @@ def bind_arguments(call: cst.Call, params: Sequence[str]) -> dict[str, cst.BaseE
     return bind([(_keyword_of(arg), arg.value) for arg in call.args], params)
 
 
+def bound_arguments(call: cst.Call, params: Sequence[str]) -> dict[str, cst.BaseExpression]:
+    """`bind_arguments` for a transform, run only on a call whose arguments bind: one that does
+    not is declined first (`scan.analyzer.declines`)."""
+    values = bind_arguments(call, params)
+    assert values is not None, "a call whose arguments do not bind is declined"
+    return values
+
+
 def _keyword_of(arg: cst.Arg) -> str | None:
     if arg.star:
         return arg.star  # "*" or "**"
@@ -179,13 +187,10 @@ def apply_template(
         if not rewrite.template_replaces_reference():
             return None  # a template of the call's arguments
         return render(f"lambda: {text}", ctx)
-    values = bind_arguments(node, rewrite.params)
-    if values is None:
-        return None
+    # arguments that do not bind, or a hole left empty, are declined (`declines.template`)
+    values = bound_arguments(node, rewrite.params)
     for param, default in rewrite.defaults:
         values.setdefault(param, _parsed_expression(default)[0])
-    if any(hole not in values for hole in _HOLE.findall(text)):
-        return None
     return render(text, ctx, values)
 
 

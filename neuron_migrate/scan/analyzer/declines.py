@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from neuron_migrate.ruleset import Rule
-from neuron_migrate.scan.analyzer.arguments import Arg, bind_site, is_bool, is_none
-from neuron_migrate.scan.analyzer.sites import Site
+from neuron_migrate.ruleset.model import TEMPLATE_HOLE, TEMPLATE_RENAME
+from neuron_migrate.scan.analyzer.arguments import (
+    DOUBLE_STAR,
+    STAR,
+    Arg,
+    bind_site,
+    is_bool,
+    is_none,
+)
+from neuron_migrate.scan.analyzer.sites import API_ROOTS, Site
 
 # The signatures the transforms bind a call's arguments to (torch_xla's, by parameter name).
 ALL_REDUCE = ("reduce_type", "inputs", "scale", "groups", "pin_layout")
@@ -36,6 +44,35 @@ SAVES = (
     ("data", "path", "master_only", "global_master"),
 )
 
+STEP_MARKER = ("wait", "reset_scope")
+IS_MASTER = ("local",)
+# xm.xla_device(n, devkind); torch_xla.device(index)
+XLA_DEVICE = (("n", "devkind"), ("index",))
+SUPPORTED_DEVICES = ("devkind", "max_devices")
+STEP_CLOSURE = ("closure", "args", "run_async")
+AUTOCAST = ("device", "enabled", "dtype", "cache_enabled")
+GRAD_SCALER = (
+    "init_scale",
+    "growth_factor",
+    "backoff_factor",
+    "growth_interval",
+    "enabled",
+    "use_zero_grad",
+)
+LOADER_OPTIONS = (
+    "loader_prefetch_size",
+    "device_prefetch_size",
+    "host_to_device_transfer_threads",
+    "batches_per_execution",
+    "loader_prefetch_time",
+    "fixed_batch_size",
+    "batchdim",
+)
+DEVICE_LOADER = ("loader", "device", *LOADER_OPTIONS)
+PARALLEL_LOADER = ("loader", "devices", *LOADER_OPTIONS)
+SPAWN = ("fn", "args", "nprocs", "join", "daemon", "start_method")
+LAUNCH = ("fn", "args", "start_method", "debug_single_process")
+
 # xm.REDUCE_* names (and their string values) -> dist.ReduceOp members.
 REDUCE_OPS = {
     "SUM": "SUM",
@@ -50,6 +87,7 @@ REDUCE_SCATTER_OPS = frozenset({"SUM", "PRODUCT", "MIN", "MAX"})
 _REDUCE_CONSTANT = "torch_xla.core.xla_model.REDUCE_"
 
 _UNBOUND = "arguments the rewrite cannot match to the signature (unpacked or unknown)"
+_UNPACKING = "a tuple of arguments with unpacked items: a person decides"
 _RESULT = "the result is used inside an expression or dropped: rewritten only as `y = ...`"
 
 
@@ -177,6 +215,156 @@ def rendezvous(rule: Rule, site: Site) -> str:
     return ""
 
 
+def _call_statement(site: Site) -> str:
+    """Transforms that replace a call statement (deleted, or run as another call)."""
+    return "" if site.statement == "expression" else "rewritten only as a call statement"
+
+
+_RUN_TIME = "{} known only at run time: a person decides"
+
+
+def step_marker(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, STEP_MARKER)
+    if reason := _call_statement(site):
+        return reason
+    if values is None:
+        return _UNBOUND
+    return "" if is_bool(values.get("wait")) else _RUN_TIME.format("whether to wait is")
+
+
+def is_master_ordinal(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, IS_MASTER)
+    if values is None:
+        return _UNBOUND
+    return "" if is_bool(values.get("local")) else _RUN_TIME.format("which master is")
+
+
+def master_print(rule: Rule, site: Site) -> str:
+    """xm.master_print(*args, fd=sys.stdout, local=False, flush=False): print's arguments."""
+    for arg in site.call_args:
+        if arg.keyword in (None, STAR, DOUBLE_STAR, "fd", "flush"):
+            continue
+        if arg.keyword != "local":
+            return _UNBOUND
+        if not is_bool(arg):
+            return _RUN_TIME.format("which master prints is")
+    return ""
+
+
+def xla_device(rule: Rule, site: Site) -> str:
+    if any(bind_site(site.call_args, params) is not None for params in XLA_DEVICE):
+        return ""
+    return _UNBOUND
+
+
+def devices_list(rule: Rule, site: Site) -> str:
+    if not (site.qualname or "").endswith(".get_xla_supported_devices"):
+        return _UNBOUND if site.call_args else ""
+    values = bind_site(site.call_args, SUPPORTED_DEVICES)
+    if values is None or not all(is_none(v) for v in values.values()):
+        return "a device kind or a cap on the count: a person decides"
+    if site.in_fstring:  # the replacement holds an f-string of its own
+        return "an f-string inside an f-string needs Python 3.12"
+    return ""
+
+
+def fork_rng(rule: Rule, site: Site) -> str:
+    if not (site.qualname or "").endswith(".fork_rng"):
+        return "an RNG state of XLA's own (an int where torch has a ByteTensor): a person decides"
+    return _UNBOUND if site.call_args else ""
+
+
+def inline_step_closure(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, STEP_CLOSURE)
+    if values is None or "closure" not in values:
+        return _UNBOUND
+    args = values.get("args")
+    return _UNPACKING if args is not None and args.unpacking else ""
+
+
+def autocast(rule: Rule, site: Site) -> str:
+    return "" if bind_site(site.call_args, AUTOCAST) is not None else _UNBOUND
+
+
+def grad_scaler(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, GRAD_SCALER)
+    if values is None:
+        return _UNBOUND
+    zero_grad = values.get("use_zero_grad")
+    if zero_grad is not None and not zero_grad.is_literal("False"):
+        return "XLA's zero-grad optimizer step has no native twin: a person decides"
+    return ""
+
+
+def device_loader(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, DEVICE_LOADER)
+    ok = values is not None and "loader" in values and "device" in values
+    return "" if ok else "input_sharding= (SPMD) or an option the rewrite does not know"
+
+
+def parallel_loader(rule: Rule, site: Site) -> str:
+    values = bind_site(site.call_args, PARALLEL_LOADER)
+    ok = values is not None and "loader" in values and "devices" in values
+    return "" if ok else _UNBOUND
+
+
+def spawn(rule: Rule, site: Site) -> str:
+    if reason := _call_statement(site):
+        return reason
+    values = bind_site(site.call_args, spawn_signature(site))
+    if values is None or "fn" not in values:
+        return _UNBOUND
+    join = values.get("join")
+    if join is not None and not join.is_literal("True"):
+        return "the caller goes on while the workers run: not a plain call"
+    fn = values["fn"]
+    if fn.qualname is not None and fn.qualname.partition(".")[0] in API_ROOTS:
+        return "a library function launched: a person decides"
+    args = values.get("args")
+    return _UNPACKING if args is not None and args.unpacking else ""
+
+
+def spawn_signature(site: Site) -> tuple[str, ...]:
+    return LAUNCH if (site.qualname or "").endswith(".launch") else SPAWN
+
+
+def helper_call(rule: Rule, site: Site) -> str:
+    """The signature a helper call must fit (its rule's `params`, or `NAME.params` for one
+    function), and a `NAME.false_only` parameter the device has no feature for."""
+    rewrite = rule.rewrite
+    assert rewrite is not None
+    called = (site.qualname or "").rpartition(".")[2]
+    own = rewrite.option(f"{called}.params")
+    params = tuple(own.split()) if own else rewrite.params
+    if not params:
+        return ""
+    values = bind_site(site.call_args, params)
+    if values is None:
+        return _UNBOUND
+    unwanted = values.get(rewrite.option(f"{called}.false_only") or "")
+    if unwanted is not None and not unwanted.is_literal("False"):
+        return "a feature the device lacks is asked for: a person decides"
+    return ""
+
+
+def template(rule: Rule, site: Site) -> str:
+    """A template of the call's arguments (not a rename): they must bind to its `params`, and
+    each hole be given or have a default."""
+    rewrite = rule.rewrite
+    assert rewrite is not None and rewrite.template is not None
+    name = (site.qualname or "").rpartition(".")[2]
+    text = rewrite.template.replace("{name}", rewrite.option(name, name) or name)
+    if TEMPLATE_RENAME.match(text):
+        return ""
+    values = bind_site(site.call_args, rewrite.params)
+    if values is None:
+        return _UNBOUND
+    given = set(values) | {param for param, _ in rewrite.defaults}
+    if any(hole not in given for hole in TEMPLATE_HOLE.findall(text)):
+        return "an argument the replacement needs is not given"
+    return ""
+
+
 DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "all-reduce": all_reduce,
     "all-gather": all_gather,
@@ -185,4 +373,18 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "optimizer-step": optimizer_step,
     "save-on-master": save_on_master,
     "rendezvous": rendezvous,
+    "step-marker": step_marker,
+    "delete-call-statement": lambda rule, site: _call_statement(site),
+    "is-master-ordinal": is_master_ordinal,
+    "master-print": master_print,
+    "xla-device": xla_device,
+    "devices-list": devices_list,
+    "fork-rng": fork_rng,
+    "inline-step-closure": inline_step_closure,
+    "autocast": autocast,
+    "grad-scaler": grad_scaler,
+    "device-loader": device_loader,
+    "parallel-loader": parallel_loader,
+    "spawn": spawn,
+    "helper-call": helper_call,
 }

@@ -10,7 +10,7 @@ in `declines`, one function per transform, which the transform leaves to this an
 from __future__ import annotations
 
 from neuron_migrate.ruleset import Rule
-from neuron_migrate.scan.analyzer.declines import DECLINES
+from neuron_migrate.scan.analyzer.declines import DECLINES, template
 from neuron_migrate.scan.analyzer.sites import Site
 
 # Statement transforms that replace a call only when it is a statement of its own line: what
@@ -56,8 +56,10 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
     deletes = transform in DELETING_TRANSFORMS and not rewrite.option("rename_to")
     if deletes and not site.env_setting:
         return "the variable is read here, not set: a person decides"
-    decline = DECLINES.get(transform)
-    return (decline(rule, site) or None) if decline is not None and site.kind == "call" else None
+    if site.kind != "call":
+        return None
+    decline = template if rewrite.template is not None else DECLINES.get(transform)
+    return (decline(rule, site) or None) if decline is not None else None
 
 
 # Transforms whose reference, given to a torch_xla call, is converted by that call's transform

@@ -18,7 +18,7 @@ from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
 from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
-_ROOTS = frozenset(
+API_ROOTS = frozenset(
     {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
 )
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
@@ -130,6 +130,7 @@ class Site(NamedTuple):
     # to one name or attribute, "return"), "" inside an expression or another statement.
     statement: str = ""
     target: str = ""  # an "assignment": the source of its target
+    in_fstring: bool = False  # torch_xla calls: inside an f-string's replacement field
 
     @property
     def span(self) -> Span:
@@ -140,7 +141,7 @@ def _most_relevant(qualnames: tuple[str, ...]) -> str:
     """For an ambiguous name, the meaning worth reporting: a torch_xla one if any."""
     return min(
         qualnames,
-        key=lambda q: (not q.startswith("torch_xla"), q.partition(".")[0] not in _ROOTS, q),
+        key=lambda q: (not q.startswith("torch_xla"), q.partition(".")[0] not in API_ROOTS, q),
     )
 
 
@@ -248,6 +249,17 @@ def _autocast_device_blocker(call: ast.Call, argument: ast.expr | None, node: as
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _dynamic_shapes(call: ast.Call) -> str:
+    """Why a torch.compile for XLA is left for a person: `dynamic=` True, or a value known only
+    at run time (None, torch's automatic choice, and False are pinned to False)."""
+    dynamic = _keyword(call, "dynamic")
+    if dynamic is None or (
+        isinstance(dynamic, ast.Constant) and (dynamic.value is None or dynamic.value is False)
+    ):
+        return ""
+    return "dynamic shapes, which the neuron backend rejects: a person decides"
 
 
 def _main_guard(node: ast.AST) -> bool:
@@ -451,11 +463,21 @@ class _SiteFinder:
         if qualname is None or not qualname.startswith("torch_xla") or scope is None:
             return fields
         fields["call_args"] = arguments_of(call, lambda node: self._qualname(node, scope))
+        fields["in_fstring"] = self._in_fstring(call)
         statement, target = _statement_of(call, parent)
         fields["statement"], fields["target"] = statement, target
         if statement:
             fields["own_line"] = self.alone_on_line(call if discarded else parent)  # type: ignore[arg-type]
         return fields
+
+    def _in_fstring(self, node: ast.AST) -> bool:
+        parents = self.model.parents
+        parent = parents.get(id(node))
+        while parent is not None and not isinstance(parent, ast.stmt):
+            if isinstance(parent, ast.JoinedStr):
+                return True
+            parent = parents.get(id(parent))
+        return False
 
     def _qualname(self, node: ast.expr, scope: Scope) -> str | None:
         resolution = self.model.resolve_chain(node, scope, mark_used=False)
@@ -501,7 +523,7 @@ class _SiteFinder:
                 resolution = Resolution(tuple(q + suffix for q in base.qualnames), base.local)
             if resolution.qualname:
                 self.chain_qualnames[id(chain)] = resolution.qualname
-            if not any(q.partition(".")[0] in _ROOTS for q in resolution.qualnames):
+            if not any(q.partition(".")[0] in API_ROOTS for q in resolution.qualnames):
                 continue
             self.add_reference(chain, parent, resolution, guarded, scope)
 
@@ -742,7 +764,8 @@ class _SiteFinder:
                 backend = _argument(call, 0, "backend")
             if _string(backend) in ("openxla", "openxla_eval"):
                 assert backend is not None
-                self.idiom("openxla-compile-backend", backend, _string(backend), guarded)
+                blocked = _dynamic_shapes(call) if qualname == "torch.compile" else ""
+                self.idiom("openxla-compile-backend", backend, _string(backend), guarded, blocked)
         elif qualname in _ENV_CALLS or (
             qualname is None and self._env_method(func) in _ENV_METHODS
         ):

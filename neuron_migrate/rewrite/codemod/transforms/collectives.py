@@ -16,7 +16,7 @@ from neuron_migrate.rewrite.codemod.targets import (
     expression,
     statement,
 )
-from neuron_migrate.rewrite.codemod.templates import bind_arguments, render, render_statements
+from neuron_migrate.rewrite.codemod.templates import bound_arguments, render, render_statements
 from neuron_migrate.rewrite.codemod.transforms._build import number, string_value
 from neuron_migrate.scan.analyzer.declines import (
     ALL_GATHER,
@@ -68,17 +68,11 @@ def _result_name(t: StatementTarget, temporary: str) -> tuple[str, list[NewState
     return temporary, [cst.Return(cst.Name(temporary))]
 
 
-def _bound(call: cst.Call, params: tuple[str, ...]) -> dict[str, cst.BaseExpression]:
-    values = bind_arguments(call, params)
-    assert values is not None  # a call whose arguments do not bind is declined
-    return values
-
-
 @statement("all-reduce")
 def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """xm.all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True)."""
-    values = _bound(t.call, ALL_REDUCE)
-    original = _bound(t.original_call, ALL_REDUCE)
+    values = bound_arguments(t.call, ALL_REDUCE)
+    original = bound_arguments(t.original_call, ALL_REDUCE)
     op = reduce_op(t.ctx, values["reduce_type"], original["reduce_type"])
     assert op is not None  # a reduce op known only at run time is declined
     scale = values.get("scale")
@@ -100,7 +94,7 @@ def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
 @statement("all-gather")
 def all_gather(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.all_gather(value, dim=0) -> gather into a list of per-rank tensors, then cat."""
-    values = _bound(t.call, ALL_GATHER)
+    values = bound_arguments(t.call, ALL_GATHER)
     value = values["value"]  # a plain name: it is evaluated twice below
     name, tail = _result_name(t, "_gathered")
     dim = values.get("dim") or cst.Integer("0")
@@ -116,9 +110,9 @@ def all_gather(t: StatementTarget) -> list[NewStatement] | None:
 def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.reduce_scatter(op, x, scale, scatter_dim=0, shard_count=ws) -> allocate this rank's
     shard, dist.reduce_scatter_tensor into it, then scale."""
-    values = _bound(t.call, REDUCE_SCATTER)
+    values = bound_arguments(t.call, REDUCE_SCATTER)
     value = values["input"]  # a plain name: it is evaluated three times below
-    original = _bound(t.original_call, REDUCE_SCATTER)
+    original = bound_arguments(t.original_call, REDUCE_SCATTER)
     op = reduce_op(t.ctx, values["reduce_type"], original["reduce_type"])
     assert op is not None  # one dist.reduce_scatter_tensor does not take is declined
     name, tail = _result_name(t, "_scattered")
@@ -137,7 +131,7 @@ def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
 @statement("mesh-reduce")
 def mesh_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.mesh_reduce(tag, data, reduce_fn) -> all_gather_object, then reduce_fn(list)."""
-    values = _bound(t.call, MESH_REDUCE)
+    values = bound_arguments(t.call, MESH_REDUCE)
     # Without a process group (a single process), XLA reduced the one value it had. `data` is
     # written once, so it is evaluated once and a marker on it has one place to go.
     text = (

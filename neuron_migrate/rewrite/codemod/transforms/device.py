@@ -10,6 +10,7 @@ from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
 from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
     bind_arguments,
+    bound_arguments,
     keyword_value,
     parenthesize,
     render,
@@ -17,12 +18,17 @@ from neuron_migrate.rewrite.codemod.templates import (
 from neuron_migrate.rewrite.codemod.transforms._build import (
     is_false,
     is_none,
-    is_true,
     keyword,
     unpacked,
     with_commas,
 )
-from neuron_migrate.scan.analyzer.declines import OPTIMIZER_STEP
+from neuron_migrate.scan.analyzer.declines import (
+    AUTOCAST,
+    IS_MASTER,
+    OPTIMIZER_STEP,
+    STEP_CLOSURE,
+    XLA_DEVICE,
+)
 
 _LOCAL_MASTER = 'int(os.environ.get("LOCAL_RANK", 0)) == 0'
 # Before a process group exists (a setup() that tests the rank first), torchrun's RANK says it.
@@ -38,9 +44,7 @@ def master_test(ctx: FileContext, local: bool) -> cst.BaseExpression:
 @expression("xla-device")
 def xla_device(t: CallTarget) -> cst.BaseExpression | None:
     """xm.xla_device(n=None, devkind=None) / torch_xla.device(index=None)."""
-    values = bind_arguments(t.call, ("n", "devkind")) or bind_arguments(t.call, ("index",))
-    if values is None:
-        return None
+    values = next(v for p in XLA_DEVICE if (v := bind_arguments(t.call, p)) is not None)
     index = values.get("n", values.get("index"))
     if is_none(index):
         return render('torch.device("neuron")', t.ctx)
@@ -58,14 +62,9 @@ def devices_list(t: CallTarget) -> cst.BaseExpression | None:
     strings ("neuron:0", ...), as the XLA call returned ("xla:0", ...)."""
     qualname = t.site.qualname or ""
     if qualname.endswith(".get_xla_supported_devices"):
-        values = bind_arguments(t.call, ("devkind", "max_devices"))
-        if values is None or not all(is_none(v) for v in values.values()):
-            return None  # a device kind or a cap on the count: a person decides
-        if any(isinstance(p, cst.FormattedString) for p in t.parents):
-            return None  # an f-string inside an f-string needs Python 3.12
+        # a device kind, a cap on the count, or an f-string around the call is declined
+        # (`declines.devices_list`)
         return _comprehension(_NAME_LIST, t.ctx)
-    if t.call.args:
-        return None
     return _comprehension(_DEVICE_LIST, t.ctx)
 
 
@@ -79,33 +78,21 @@ def _comprehension(text: str, ctx: FileContext) -> cst.BaseExpression:
 def fork_rng(t: CallTarget) -> cst.BaseExpression | None:
     """with xm.fork_rng(): -> with torch.random.fork_rng(device_type="neuron"):. The other APIs
     of the rule (xm.get_rng_state, an int where torch has a ByteTensor) are marked."""
-    if not (t.site.qualname or "").endswith(".fork_rng") or t.call.args:
-        return None
     return render('torch.random.fork_rng(device_type="neuron")', t.ctx)
 
 
 @expression("is-master-ordinal")
 def is_master_ordinal(t: CallTarget) -> cst.BaseExpression | None:
-    values = bind_arguments(t.call, ("local",))
-    if values is None:
-        return None
-    local = values.get("local")
-    if local is None or is_true(local):
-        return master_test(t.ctx, local=True)
-    if is_false(local):
-        return master_test(t.ctx, local=False)
-    return None
+    local = bound_arguments(t.call, IS_MASTER).get("local")  # True or False, when given
+    return master_test(t.ctx, local=not is_false(local))
 
 
 @expression("inline-step-closure")
 def inline_step_closure(t: CallTarget) -> cst.BaseExpression | None:
     """xm.add_step_closure(closure, args=(), run_async=False) -> closure(*args)."""
-    values = bind_arguments(t.call, ("closure", "args", "run_async"))
-    if values is None or "closure" not in values:
-        return None
+    values = bound_arguments(t.call, STEP_CLOSURE)
     args = unpacked(values.get("args"))
-    if args is None:
-        return None
+    assert args is not None  # a tuple with unpacked items is declined
     return cst.Call(func=parenthesize(values["closure"]), args=with_commas(args))
 
 
@@ -116,8 +103,7 @@ def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
     elsewhere neuron_optimizer_step(optimizer, optimizer_args), a helper added to the file that
     averages the gradients over the process group first, as torch_xla did (`barrier` asked for
     a mark_step, which the native device does not need)."""
-    values = bind_arguments(t.call, OPTIMIZER_STEP)
-    assert values is not None  # unpacked or unknown arguments, or groups, are declined
+    values = bound_arguments(t.call, OPTIMIZER_STEP)  # groups are declined
     extra = values.get("optimizer_args")
     if not t.ctx.wraps_model() or t.site.line in t.ctx.unwrapped_steps:
         if not use_helper(t.ctx, "neuron_optimizer_step"):
@@ -137,10 +123,8 @@ def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
 def autocast(t: CallTarget) -> cst.BaseExpression | None:
     """torch_xla.amp.autocast(device, enabled=True, dtype=None, cache_enabled=True) ->
     torch.autocast("neuron", ..., dtype=<given or torch.bfloat16>)."""
-    params = ("device", "enabled", "dtype", "cache_enabled")
-    values = bind_arguments(t.call, params)
-    if values is None:
-        return None
+    params = AUTOCAST
+    values = bound_arguments(t.call, params)
     func = render("torch.autocast", t.ctx)
     args = [cst.Arg(value=cst.SimpleString('"neuron"'))]
     for name in params[1:]:
@@ -163,26 +147,12 @@ def autocast_dtype(t: CallTarget) -> cst.BaseExpression | None:
     return add_keyword(t.call, "dtype", render("torch.bfloat16", t.ctx))
 
 
-_SCALER_PARAMS = (
-    "init_scale",
-    "growth_factor",
-    "backoff_factor",
-    "growth_interval",
-    "enabled",
-    "use_zero_grad",
-)
-
-
 @expression("grad-scaler")
 def grad_scaler(t: CallTarget) -> cst.BaseExpression | None:
     """torch_xla.amp.GradScaler(init_scale, growth_factor, backoff_factor, growth_interval,
     enabled, use_zero_grad=False) -> torch.amp.GradScaler("neuron", ...): torch's signature has
     the device first, then the same parameters in the same order."""
-    values = bind_arguments(t.call, _SCALER_PARAMS)
-    if values is None:
-        return None
-    if not is_false(values.get("use_zero_grad", cst.Name("False"))):
-        return None  # XLA's zero-grad variant of the optimizer step has no native twin
+    # use_zero_grad other than False (XLA's zero-grad optimizer step) is declined
     args = [cst.Arg(value=cst.SimpleString('"neuron"'))]
     for arg in t.call.args:
         if arg.keyword is not None and arg.keyword.value == "use_zero_grad":

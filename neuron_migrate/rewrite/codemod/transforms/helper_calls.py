@@ -7,7 +7,7 @@ import libcst as cst
 
 from neuron_migrate.rewrite.codemod.helpers import HELPERS, use_helper
 from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
-from neuron_migrate.rewrite.codemod.templates import bind_arguments, last_component
+from neuron_migrate.rewrite.codemod.templates import bound_arguments, last_component
 
 
 @expression("helper-call")
@@ -28,15 +28,10 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     params = tuple(own.split()) if own else rewrite.params
     call = t.call
     if params:
-        bound = bind_arguments(call, params)
-        if bound is None:
-            return None
+        bound = bound_arguments(call, params)
         unwanted = rewrite.option(f"{called}.false_only")
-        if unwanted in bound:
-            value = bound[unwanted]
-            if not (isinstance(value, cst.Name) and value.value == "False"):
-                return None
-            call = _without_argument(call, value)
+        if unwanted in bound:  # False: another value is declined (`declines.helper_call`)
+            call = _without_argument(call, bound[unwanted])
     if not use_helper(t.ctx, name):
         return None
     return call.with_changes(func=cst.Name(name))

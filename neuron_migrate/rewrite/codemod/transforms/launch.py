@@ -20,11 +20,13 @@ from neuron_migrate.rewrite.codemod.targets import (
 )
 from neuron_migrate.rewrite.codemod.templates import (
     bind_arguments,
+    bound_arguments,
     parenthesize,
     render,
     render_statements,
 )
 from neuron_migrate.rewrite.codemod.transforms._build import is_true, number, unpacked, with_commas
+from neuron_migrate.scan.analyzer import declines
 
 DEVICE_LOADER = "NeuronDeviceLoader"
 # The helper's name in a file whose own class is named DEVICE_LOADER.
@@ -53,40 +55,16 @@ def device_loader_source(name: str) -> str:
     return DEVICE_LOADER_SOURCE.replace(f"class {DEVICE_LOADER}:", f"class {name}:", 1)
 
 
-_SPAWN_PARAMS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
-_LAUNCH_PARAMS = ("fn", "args", "start_method", "debug_single_process")
-_LOADER_OPTIONS = (
-    "loader_prefetch_size",
-    "device_prefetch_size",
-    "host_to_device_transfer_threads",
-    "batches_per_execution",
-    "loader_prefetch_time",
-    "fixed_batch_size",
-    "batchdim",
-)
-
-
 @statement("spawn")
 def spawn(t: StatementTarget) -> list[NewStatement] | None:
     """xmp.spawn(fn, args=(...)) / torch_xla.launch(fn, args=(...)) -> fn(local_rank, ...)."""
-    if not t.is_expression_statement:
-        return None
-    launch = t.site.qualname is not None and t.site.qualname.endswith(".launch")
-    values = bind_arguments(t.call, _LAUNCH_PARAMS if launch else _SPAWN_PARAMS)
-    if values is None or "fn" not in values:
-        return None
-    if "join" in values and not is_true(values["join"]):
-        return None  # the caller goes on while workers run: not a plain call
-    launched = bind_arguments(t.original_call, _LAUNCH_PARAMS if launch else _SPAWN_PARAMS)
-    if launched is not None and t.ctx.qualname_of_reference(launched["fn"]):
-        # a torch_xla function launched (`torch_xla.launch(xm.xla_device)`): left for a person,
-        # whose call the next run would rewrite
-        return None
+    # Declined (`declines.spawn`): another statement, join= other than True, a torch_xla
+    # function launched (whose call the next run would rewrite), args with unpacked items.
+    values = bound_arguments(t.call, declines.spawn_signature(t.site))
     single = number(values.get("nprocs")) == 1 or is_true(values.get("debug_single_process"))
     index = cst.Integer("0") if single else render('int(os.environ.get("LOCAL_RANK", 0))', t.ctx)
     rest = unpacked(values.get("args"))
-    if rest is None:
-        return None
+    assert rest is not None
     call = cst.Call(func=parenthesize(values["fn"]), args=with_commas([cst.Arg(index), *rest]))
     note = t.rule.rewrite.option("note") if t.rule.rewrite else None
     if note:
@@ -179,9 +157,7 @@ def _device_loader(ctx: FileContext, loader: cst.BaseExpression, device: cst.Bas
 @expression("device-loader")
 def device_loader(t: CallTarget) -> cst.BaseExpression | None:
     """pl.MpDeviceLoader(loader, device, **options) -> NeuronDeviceLoader(loader, device)."""
-    values = bind_arguments(t.call, ("loader", "device", *_LOADER_OPTIONS))
-    if values is None or "loader" not in values or "device" not in values:
-        return None  # input_sharding= (SPMD) or an unknown option
+    values = bound_arguments(t.call, declines.DEVICE_LOADER)  # input_sharding= (SPMD) is declined
     return _device_loader(t.ctx, values["loader"], values["device"])
 
 
@@ -193,9 +169,7 @@ def parallel_loader(t: CallTarget) -> cst.BaseExpression | None:
 
     In the chained form the site is the inner call; the chained call around it is replaced
     when it is left."""
-    values = bind_arguments(t.call, ("loader", "devices", *_LOADER_OPTIONS))
-    if values is None or "loader" not in values or "devices" not in values:
-        return None
+    values = bound_arguments(t.call, declines.PARALLEL_LOADER)
     if not _chained(t.parents):
         if not use_helper(t.ctx, "NeuronParallelLoader"):
             return None

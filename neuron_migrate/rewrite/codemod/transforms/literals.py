@@ -13,7 +13,7 @@ from neuron_migrate.rewrite.codemod.templates import (
     remove_keyword,
     render,
 )
-from neuron_migrate.rewrite.codemod.transforms._build import is_false, is_none, string_value
+from neuron_migrate.rewrite.codemod.transforms._build import string_value
 
 _XLA_DEVICE = re.compile(r"^xla(?P<index>:\d+)?$")
 _AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
@@ -66,11 +66,8 @@ def compile_backend(t: LiteralTarget) -> cst.SimpleString | None:
     """backend='openxla' -> 'neuron', pinning dynamic=False and dropping an ignored mode=."""
     call = t.enclosing_call()
     if call is not None and t.ctx.qualname_of_call(call) == "torch.compile":
-        dynamic = keyword_value(call, "dynamic")
-        if not (is_none(dynamic) or is_false(dynamic)):
-            # True, or a value known only at run time: the neuron backend rejects dynamic
-            # shapes, so a person must decide
-            return None
+        # dynamic= True, or known only at run time, is declined (the site's `blocked`): the
+        # neuron backend rejects dynamic shapes
         mode = keyword_value(call, "mode")
         drop_mode = mode is not None and string_value(mode) != "default"
         dynamic_false = cst.Name("False")

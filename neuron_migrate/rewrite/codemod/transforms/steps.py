@@ -7,7 +7,7 @@ import itertools
 import libcst as cst
 
 from neuron_migrate.rewrite.codemod.targets import NewStatement, StatementTarget, statement
-from neuron_migrate.rewrite.codemod.templates import bind_arguments, render
+from neuron_migrate.rewrite.codemod.templates import bind_arguments, bound_arguments, render
 from neuron_migrate.rewrite.codemod.transforms._build import (
     call_statement,
     if_block,
@@ -17,7 +17,7 @@ from neuron_migrate.rewrite.codemod.transforms._build import (
     with_commas,
 )
 from neuron_migrate.rewrite.codemod.transforms.device import master_test
-from neuron_migrate.scan.analyzer.declines import SAVES
+from neuron_migrate.scan.analyzer.declines import SAVES, STEP_MARKER
 
 _SAVE_CPU = (
     "torch.save(torch.utils._pytree.tree_map("
@@ -28,22 +28,15 @@ _SAVE_CPU = (
 @statement("step-marker")
 def step_marker(t: StatementTarget) -> list[NewStatement] | None:
     """mark_step() / sync() are deleted; with wait=True they become a device synchronize."""
-    if not t.is_expression_statement:
-        return None
-    values = bind_arguments(t.call, ("wait", "reset_scope"))
-    if values is None:
-        return None
-    wait = values.get("wait")
+    wait = bound_arguments(t.call, STEP_MARKER).get("wait")  # True or False, when given
     if wait is None or is_false(wait):
         return []
-    if is_true(wait):
-        return [cst.Expr(render("torch.neuron.synchronize()", t.ctx))]
-    return None
+    return [cst.Expr(render("torch.neuron.synchronize()", t.ctx))]
 
 
 @statement("delete-call-statement")
 def delete_call_statement(t: StatementTarget) -> list[NewStatement] | None:
-    return [] if t.is_expression_statement else None
+    return []  # a call statement: in another one it is declined
 
 
 @statement("master-print")
@@ -56,14 +49,10 @@ def master_print(t: StatementTarget) -> list[NewStatement] | None:
         name = arg.keyword.value if arg.keyword else None
         if name is None:
             print_args.append(arg)
-        elif name == "fd":
-            print_args.append(keyword("file", arg.value))
-        elif name == "flush":
-            print_args.append(keyword("flush", arg.value))
-        elif name == "local" and (is_true(arg.value) or is_false(arg.value)):
+        elif name == "local":  # True or False: others, and other keywords, are declined
             local = is_true(arg.value)
         else:
-            return None
+            print_args.append(keyword("file" if name == "fd" else name, arg.value))
     printed = cst.Call(func=cst.Name("print"), args=with_commas(print_args))
     return _on_master(t, local, [call_statement(printed)])
 
