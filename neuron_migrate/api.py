@@ -14,7 +14,12 @@ from neuron_migrate.project.config import Config, Policy, make_policy, resolve_c
 from neuron_migrate.project.discover import SourcePath, discover, sources_then_notebooks
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES
 from neuron_migrate.scan.baseline import Baseline
-from neuron_migrate.scan.engine import ScanSettings, default_jobs, scan_files
+from neuron_migrate.scan.engine import (
+    ScanSettings,
+    default_jobs,
+    scan_files,
+    with_regions_compiled_elsewhere,
+)
 from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.scan.findings import FileError, Finding
 from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS
@@ -66,6 +71,7 @@ class ScanReport:
         "baseline",
         "cache_dir",
         "changed_since",
+        "compiling_files",
         "config_path",
         "elapsed_s",
         "elsewhere",
@@ -149,6 +155,9 @@ class ScanReport:
         # Findings counted but not held in `files` (a spliced re-scan); None: all are held.
         # Only the JSON report's snapshot writes such a report: `findings` lists held ones.
         self.elsewhere: Tally | None = None
+        # Files whose compiles reach other modules: their findings may depend on these files
+        # (`scan.cross_file`), so the JSON report's snapshot splices no re-scan of the tree.
+        self.compiling_files = 0
         self._fail_on_by_path: dict[str, frozenset[str]] = {}
         self._decoded: tuple[int, list[Finding]] | None = None
         self._totals: tuple[int, dict[Kind, int]] | None = None
@@ -448,9 +457,13 @@ def scanned(
     `scan_files` (its workers, `use_stat_index`, `taken`), notebooks cell by cell in this
     process."""
     sources, notebooks = sources_then_notebooks(files)
-    yield from scan_files(
+    found = scan_files(
         sources, settings, jobs=jobs, cache=cache, use_stat_index=use_stat_index, taken=taken
     )
+    # A file's findings depend on what other files compile of it: all are scanned before any
+    # is yielded, and the files others compile are analysed again with those regions.
+    results = with_regions_compiled_elsewhere(list(found), sources, settings, cache)
+    yield from results
     if notebooks:
         from neuron_migrate.scan.notebook_scan import scan_notebook
 
@@ -507,6 +520,7 @@ def collect_result(report: ScanReport, result: ScannedFile) -> FileFindings | No
         return None
     report.files_analyzed += 1
     report.files_cached += result.from_cache
+    report.compiling_files += bool(result.compiles)
     table, suppressed = result.findings, result.suppressed
     if report.policy is not None and report.policy.filters_codes:
         kept = report.policy.codes_kept(

@@ -42,7 +42,7 @@ def default_cache_dir() -> Path:
 # SQLite's limit on the parameters of one statement is 999 in older builds.
 MAX_QUERY_KEYS = 900
 # Named by the layout of its entries: another layout is another file, never misread.
-_DB_NAME = "scan-results-v7.sqlite"
+_DB_NAME = "scan-results-v8.sqlite"
 _SEGMENT_GLOB = "rows-*.bin"
 _SEPARATOR = len(ROW_SEPARATOR)  # after each entry's rows in a segment
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)

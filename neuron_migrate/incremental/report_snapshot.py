@@ -19,9 +19,12 @@ Signatures follow the stat index's rules (`incremental.stat_index`): a file that
 settled when it was read is scanned again every time. Past `MAX_SPLICED_FILES` changed files,
 the full scan (with its workers) is faster.
 
-While no folder has changed, the files are statted in report order, and the report's first
-bytes -- its opening and the rows of the files found unchanged so far -- are written by a
-thread meanwhile (`incremental.report_prefix`). A server's spare that read the snapshot ahead
+While no folder has changed, the files are statted in report order; then the report's first
+bytes -- its opening and the rows of the files before the first changed one -- are written by a
+thread while the changed files are scanned (`incremental.report_prefix`). Not when a changed
+file names `compile`: a compile of what an earlier file defines changes that file's findings
+(`scan.cross_file`); and a snapshot of a tree where a file compiles another's code is not
+spliced at all (`ScanReport.compiling_files`). A server's spare that read the snapshot ahead
 may also have watched its tree since (`incremental.tree_watch`): a re-scan it serves stats
 only the files the watch names.
 """
@@ -90,10 +93,7 @@ MAX_SPLICED_FILES = 32
 # snapshot's rows are copied into one.
 MAX_ROW_FILES = 16
 # The layout of a snapshot; another layout is never read.
-_LAYOUT = 4
-# The stat loop of a re-scan tells the report's prefix writer how far all files are unchanged
-# once every this many files.
-_CONFIRM_EVERY = 256
+_LAYOUT = 5
 _FOLDER = "report-snapshots"
 # A row file no snapshot names is deleted once this old (until then it may be another scan's).
 _ORPHAN_AGE_S = 3600.0
@@ -575,23 +575,36 @@ def _changes(
 def _edits(snapshot: Snapshot, taken: Taken, prefix: PrefixWriter | None) -> list[int] | None:
     """The indices of the snapshot's files that changed, when its files are the tree's (no
     folder changed), so that only edits are possible; None past `MAX_SPLICED_FILES`. The
-    files are statted in report order, and `prefix` is told how far they are all as they
-    were."""
+    files are statted in report order; then `prefix` is told how far they are all as they
+    were (`_confirm`)."""
     signatures, paths, order = snapshot.signatures, snapshot.paths, snapshot.order
     edited: list[int] = []
-    for block in range(0, len(order), _CONFIRM_EVERY):
-        for position, index in enumerate(order[block : block + _CONFIRM_EVERY], block):
-            sig = taken.signature(paths[index])
-            if sig is not None and signatures[index] == sig:
-                continue
-            if not edited and prefix is not None:
-                prefix.confirm(position)
-            edited.append(index)
-            if len(edited) > MAX_SPLICED_FILES:
-                return None
-        if not edited and prefix is not None:
-            prefix.confirm(min(block + _CONFIRM_EVERY, len(order)))
+    for index in order:
+        sig = taken.signature(paths[index])
+        if sig is not None and signatures[index] == sig:
+            continue
+        edited.append(index)
+        if len(edited) > MAX_SPLICED_FILES:
+            return None
+    _confirm(snapshot, edited, prefix)
     return edited
+
+
+def _confirm(snapshot: Snapshot, edited: list[int], prefix: PrefixWriter | None) -> None:
+    """Tell `prefix` the files before the first edited one (in report order) are as they
+    were, unless an edited file now names `compile`: a compile of what another file defines
+    changes that file's findings (`scan.cross_file`), so no row may be written ahead."""
+    if prefix is None:
+        return
+    for index in edited:
+        try:
+            with open(snapshot.paths[index], "rb") as file:
+                if b"compile" in file.read():
+                    return
+        except OSError:
+            continue  # gone or unreadable: it names nothing
+    order = snapshot.order
+    prefix.confirm(min((order.index(i) for i in edited), default=len(order)))
 
 
 def _edits_among(
@@ -607,9 +620,7 @@ def _edits_among(
             edited.append(index)
     if len(edited) > MAX_SPLICED_FILES:
         return None
-    if prefix is not None:
-        order = snapshot.order
-        prefix.confirm(min(map(order.index, edited), default=len(order)))
+    _confirm(snapshot, edited, prefix)
     return edited
 
 
@@ -675,6 +686,8 @@ def spliced(
     try:
         if dropped:
             tables, fresh = _scanned_now(report, found.changed, scan_changed)
+            if report.compiling_files:  # a compile of another file's code: scan in full
+                return _given_up(snapshot, files, folders, taken)
             if found.same_files:
                 _replace_entries(snapshot, at, fresh)
                 unmapped_now = [snapshot.unmapped[at[display]] for display in sorted(dropped)]
@@ -886,6 +899,10 @@ def scan_json(
     settings = settings_digest(plan)
     folder = SnapshotFolder(cache_dir, plan)
     last = folder.load(settings)
+    if last is not None and last.report.compiling_files:
+        # Its files' findings may depend on one another (a compile in one file of what
+        # another defines): any edit may change a file that did not change.
+        last = None
     last_rows = _row_files(last) if last is not None else set()  # before a splice changes it
     changed = _ChangedFiles(plan, cache_dir)
     try:

@@ -7,25 +7,30 @@ import warnings
 
 from neuron_migrate.project.source import syntax_error
 from neuron_migrate.scan.analyzer.classify import classify_sites
-from neuron_migrate.scan.analyzer.sites import find_sites
+from neuron_migrate.scan.analyzer.sites import find_module_sites
 from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context
 from neuron_migrate.scan.time_budget import OverBudget, budget_s, time_budget
 
 
-def analyze_source(text: str, display: str, context: Context) -> FileResult:
+def analyze_source(
+    text: str, display: str, context: Context, compiled_from: dict[str, str] | None = None
+) -> FileResult:
     """Findings for one decoded file, within the per-file time budget (`scan.time_budget`).
+    `compiled_from`: its functions and classes that other modules compile, and where.
     Never raises for bad input."""
     limit = budget_s()
     try:
         with time_budget(limit):
-            return _analyzed(text, display, context)
+            return _analyzed(text, display, context, compiled_from)
     except OverBudget:
         reason = f"took more than {limit:g} s to analyze (NEURON_MIGRATE_FILE_BUDGET_S)"
         return FileResult(display, error=FileError(display, reason, "timeout"))
 
 
-def _analyzed(text: str, display: str, context: Context) -> FileResult:
+def _analyzed(
+    text: str, display: str, context: Context, compiled_from: dict[str, str] | None
+) -> FileResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # invalid escapes in user code
@@ -35,7 +40,7 @@ def _analyzed(text: str, display: str, context: Context) -> FileResult:
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
     try:
-        sites = find_sites(text, tree)
+        sites, compiles = find_module_sites(text, tree, compiled_from)
         classified = classify_sites(context, display, text, sites)
     except RecursionError:
         return FileResult(
@@ -47,5 +52,8 @@ def _analyzed(text: str, display: str, context: Context) -> FileResult:
         reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
         return FileResult(display, error=FileError(display, reason, "internal"))
     return FileResult(
-        display, findings=tuple(classified.findings), unmapped_apis=dict(classified.unmapped_apis)
+        display,
+        findings=tuple(classified.findings),
+        unmapped_apis=dict(classified.unmapped_apis),
+        compiles=compiles,
     )

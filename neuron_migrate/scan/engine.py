@@ -49,7 +49,9 @@ class ScanSettings(NamedTuple):
         return context_for(self.target, self.data_dir)
 
 
-def _analyze_bytes(data: bytes, display: str, context: Context) -> ScannedFile:
+def _analyze_bytes(
+    data: bytes, display: str, context: Context, compiled_from: dict[str, str] | None = None
+) -> ScannedFile:
     # The analyzer is imported here, not above: a re-scan the cache answers never loads it.
     from neuron_migrate.scan.analysis import analyze_source
 
@@ -67,7 +69,7 @@ def _analyze_bytes(data: bytes, display: str, context: Context) -> ScannedFile:
         files = project_file_result(decoded.text, display, kind, context)
         if kind != "setup-py":
             return _with_suppressions(files, data, decoded.text, kind)
-    result = analyze_source(decoded.text, display, context)
+    result = analyze_source(decoded.text, display, context, compiled_from)
     if kind == "setup-py" and result.error is None and files.error is None:  # its dependencies
         ordered = sorted((*result.findings, *files.findings), key=lambda f: (f.line, f.col))
         result = result._replace(findings=tuple(ordered))
@@ -362,3 +364,41 @@ def _scan_in_pool(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def with_regions_compiled_elsewhere(
+    results: list[ScannedFile],
+    sources: list[SourcePath],
+    settings: ScanSettings,
+    cache: ResultStore,
+) -> list[ScannedFile]:
+    """`results` (of `sources`, in order), each file whose functions or classes other files
+    compile analysed again with those regions marked (`scan.cross_file`). Such a result is
+    cached under the file's bytes and what compiles it, so a change in a compiling file gives
+    another key, never a stale result."""
+    compiling = [(r.path, r.compiles) for r in results if r.compiles]
+    if not compiling:
+        return results
+    from neuron_migrate.scan.cross_file import compiled_elsewhere
+
+    targets = compiled_elsewhere(compiling, (r.path for r in results))
+    if not targets:
+        return results
+    digest = config_digest(settings.target)
+    out = list(results)
+    for index, (source, result) in enumerate(zip(sources, results, strict=True)):
+        names = targets.get(result.path)
+        if names is None or result.error is not None or result.findings is None:
+            continue
+        data = read_bytes(source.path, source.display, settings.max_bytes)
+        if isinstance(data, FileError):
+            continue
+        key = file_key(f"{digest}|compiled from {sorted(names.items())!r}", source.display, data)
+        hit = cache.get_many([key]).get(key)
+        if hit is not None:
+            hit.from_cache = True
+            out[index] = hit
+            continue
+        out[index] = _analyze_bytes(data, source.display, settings.context(), names)
+        _kept(cache, key, out[index])
+    return out

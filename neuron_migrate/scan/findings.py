@@ -147,3 +147,5 @@ class FileResult(NamedTuple):
     findings: tuple[Finding, ...] = ()
     error: FileError | None = None
     unmapped_apis: Mapping[str, int] = {}  # torch API -> calls; read, never changed
+    # What the file's compiles reach in other modules: (imported qualified name, line).
+    compiles: tuple[tuple[str, int], ...] = ()

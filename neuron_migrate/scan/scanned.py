@@ -26,6 +26,7 @@ class ScannedFile(Record):
         "error",
         "skipped",
         "prefiltered",
+        "compiles",
         "from_cache",
     )
     __slots__ = _fields
@@ -40,6 +41,7 @@ class ScannedFile(Record):
         error: FileError | None = None,
         skipped: str | None = None,
         prefiltered: bool = False,
+        compiles: tuple[tuple[str, int], ...] = (),
         from_cache: bool = False,
     ) -> None:
         self.path = path
@@ -50,6 +52,8 @@ class ScannedFile(Record):
         self.error = error
         self.skipped = skipped  # why the file was not analysed (an empty file)
         self.prefiltered = prefiltered  # holds none of the prefilter's words: never parsed
+        # What its compiles reach in other modules: (imported qualified name, line)
+        self.compiles = compiles
         self.from_cache = from_cache  # set on the copy a cache lookup returns
 
 
@@ -64,6 +68,7 @@ def scanned(result: FileResult, suppressions: Sequence[Suppression] = ()) -> Sca
         suppressed=tuple(applied.suppressed),
         unused_suppressions=tuple(applied.unused),
         unmapped_apis=result.unmapped_apis,
+        compiles=result.compiles,
     )
 
 

@@ -40,7 +40,7 @@ def test_equal_by_every_field_and_only_to_the_same_class() -> None:
 def test_repr_names_each_field_in_order() -> None:
     text = repr(ScannedFile("a.py", error=FileError("a.py", "bad", "syntax")))
     assert text.startswith("ScannedFile(path='a.py', findings=None, suppressed=(), ")
-    assert text.endswith("skipped=None, prefiltered=False, from_cache=False)")
+    assert text.endswith("skipped=None, prefiltered=False, compiles=(), from_cache=False)")
 
 
 def test_fields_are_the_slots_in_init_order() -> None:

@@ -416,7 +416,8 @@ class _Classifier:
         rules = matrix.compile
         refused = status in rules.graph_refuses
         offenders = ", ".join(sorted({op for op in aten if matrix.op_status(op).status == status}))
-        where = f"{api}: in code compiled by torch.compile at line {site.compiled}: "
+        at = site.compiled_at or f"line {site.compiled}"
+        where = f"{api}: in code compiled by torch.compile at {at}: "
         if refused:
             outcome = (
                 "cannot be lowered in a neuron graph, so the compile fails "

@@ -12,6 +12,13 @@ a compile-time refusal in a compiled region. The regions the scan can see:
 
 A backend other than "neuron" (and other than the default, which TorchNeuron resolves to
 "neuron" on its device) is not this device's compile.
+
+Across files (`imported_compiles`): what such a compile reaches in another module of the project,
+found through this module's imports -- a function or class imported and compiled
+(`torch.compile(step)`, `torch.compile(Net())`, `torch.compile(m.Net())`), and the imported
+functions a compiled region calls (one level). Each is named by its imported qualified name
+(`pkg.model.Net`; `.model.Net` for a relative import), for the scan to find the file that
+defines it (`scan.cross_file`).
 """
 
 import ast
@@ -20,6 +27,10 @@ from collections.abc import Callable
 from neuron_migrate.scan.analyzer.scopes import NameModel
 
 Region = tuple[int, int, int]  # (first line, last line, line of the torch.compile)
+# What a compile here reaches in another module: (imported qualified name, torch.compile line).
+Imported = tuple[str, int]
+# Roots of imported names that are libraries, never the project's own modules.
+_LIBRARIES = frozenset({"torch", "torch_xla", "functorch", "numpy", "math", "os", "sys"})
 _COMPILE = "torch.compile"
 _MODEL_CHAINS = frozenset({"to", "cuda", "neuron", "train", "eval", "float", "half", "bfloat16"})
 
@@ -104,3 +115,106 @@ def _methods(cls: ast.ClassDef, compile_line: int) -> list[Region]:
         for item in cls.body
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "__init__"
     ]
+
+
+def imported_compiles(
+    model: NameModel, qualname_of: Callable[[ast.expr], str | None], regions: list[Region]
+) -> tuple[Imported, ...]:
+    """What compiles of this module reach in other modules (`Imported`), in source order."""
+    found: dict[Imported, None] = {}
+    for call, _ in model.calls:
+        if qualname_of(call.func) != _COMPILE or not _neuron_backend(call) or not call.args:
+            continue
+        for target in _compiled_values(model, call.args[0]):
+            name = _imported_name(model, qualname_of, target)
+            if name is not None:
+                found[(name, call.lineno)] = None
+    for call, _ in model.calls:  # one level of calls out of a compiled region
+        line = next((c for first, last, c in regions if first <= call.lineno <= last), 0)
+        if line and isinstance(call.func, (ast.Name, ast.Attribute)):
+            name = _imported_name(model, qualname_of, call.func)
+            if name is not None:
+                found[(name, line)] = None
+    return tuple(found)
+
+
+def _compiled_values(model: NameModel, compiled: ast.expr) -> list[ast.expr]:
+    """The callables a compiled value names: `step`, `m.step`, the class of `Net(...)` (through
+    `.to(device)` and the like), or those of the assignments of a name."""
+    value = _built_by(compiled)
+    if isinstance(value, ast.Call):
+        return [value.func]
+    if not isinstance(value, ast.Name):
+        return [value] if isinstance(value, ast.Attribute) else []
+    found = model.binding_of(value)
+    if found is None:
+        return []
+    values: list[ast.expr] = []
+    for binding in found[1]:
+        if binding.kind != "local" or isinstance(binding.node, ast.alias):
+            values.append(value)  # an import: the name itself
+            continue
+        statement = model.parents.get(id(binding.node))
+        assigned = _built_by(statement.value) if isinstance(statement, ast.Assign) else None
+        if isinstance(assigned, ast.Call):
+            values.append(assigned.func)
+    return values
+
+
+def _built_by(value: ast.expr | None) -> ast.expr | None:
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _MODEL_CHAINS
+    ):
+        value = value.func.value
+    return value
+
+
+def _imported_name(
+    model: NameModel, qualname_of: Callable[[ast.expr], str | None], chain: ast.expr
+) -> str | None:
+    """The imported qualified name of `chain` (`pkg.model.Net`, or `.model.Net` for a relative
+    import), None when it is not imported or is a library's."""
+    qualname = qualname_of(chain)
+    if qualname is None:
+        qualname = _relative_name(model, chain)
+    if qualname is None or qualname.partition(".")[0] in _LIBRARIES:
+        return None
+    return qualname
+
+
+def _relative_name(model: NameModel, chain: ast.expr) -> str | None:
+    attrs: list[str] = []
+    while isinstance(chain, ast.Attribute):
+        attrs.append(chain.attr)
+        chain = chain.value
+    if not isinstance(chain, ast.Name):
+        return None
+    found = model.binding_of(chain)
+    if found is None or len(found[1]) != 1:
+        return None
+    alias = found[1][0].node
+    statement = model.parents.get(id(alias)) if isinstance(alias, ast.alias) else None
+    if not isinstance(statement, ast.ImportFrom) or not statement.level:
+        return None
+    assert isinstance(alias, ast.alias)
+    module = "." * statement.level + (statement.module or "")
+    joiner = "" if module.endswith(".") else "."
+    return module + joiner + ".".join([alias.name, *reversed(attrs)])
+
+
+def named_regions(tree: ast.Module, names: dict[str, str]) -> list[tuple[int, int, str]]:
+    """The regions of this module's top-level functions and classes (methods but `__init__`)
+    that another module compiles: `names` maps each name to where (`train.py:12`)."""
+    regions: list[tuple[int, int, str]] = []
+    for node in tree.body:
+        where = names.get(getattr(node, "name", ""))
+        if where is None:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first, last, _ = _body(node, 0)
+            regions.append((first, last, where))
+        elif isinstance(node, ast.ClassDef):
+            regions.extend((first, last, where) for first, last, _ in _methods(node, 0))
+    return regions

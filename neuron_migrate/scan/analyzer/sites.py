@@ -13,7 +13,12 @@ import re
 from typing import NamedTuple
 
 from neuron_migrate.scan.analyzer.arguments import Arg, arguments_of
-from neuron_migrate.scan.analyzer.compiled import compiled_regions
+from neuron_migrate.scan.analyzer.compiled import (
+    Imported,
+    compiled_regions,
+    imported_compiles,
+    named_regions,
+)
 from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
 from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
 
@@ -110,6 +115,8 @@ class Site(NamedTuple):
     # "unknown"; see `placement`). "" for every other site.
     placement: str = ""
     compiled: int = 0  # inside a region compiled for the neuron backend: the torch.compile line
+    # ... compiled by another module of the project: where (`train.py:12`); "" in this module
+    compiled_at: str = ""
     # torch_xla calls that are a statement's value: the statement is alone on its line (not
     # after `if c:`, no semicolon).
     own_line: bool = False
@@ -427,6 +434,9 @@ def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast
 class _SiteFinder:
     def __init__(self, source: str, tree: ast.Module) -> None:
         self.model = NameModel(tree)
+        self.tree = tree
+        # What this module's compiles reach in other modules (`compiled.imported_compiles`).
+        self.imported: tuple[Imported, ...] = ()
         self.columns = _Columns(source)
         self.source = source
         self.lines: list[str] | None = None  # split when a discarded call asks
@@ -1056,16 +1066,34 @@ class _SiteFinder:
 
     # -- placement ----------------------------------------------------------------------------
 
-    def mark_compiled(self) -> None:
-        """Stamp the calls inside a region compiled for the neuron backend with its line."""
-        if not self.placed_calls or "torch.compile" not in self.chain_qualnames.values():
+    def mark_compiled(self, compiled_from: dict[str, str]) -> None:
+        """Stamp the calls inside a region compiled for the neuron backend with its line (and
+        where, for a region another module compiles: `compiled_from` maps the names of this
+        module's functions and classes to it); note what this module's compiles reach in
+        other modules (`self.imported`)."""
+        if not self.placed_calls and not self.model.calls:
             return
-        regions = compiled_regions(self.model, lambda node: self.chain_qualnames.get(id(node)))
+        if "torch.compile" in self.chain_qualnames.values():
+            regions = compiled_regions(self.model, lambda node: self.chain_qualnames.get(id(node)))
+            self.imported = imported_compiles(
+                self.model, lambda node: self.chain_qualnames.get(id(node)), regions
+            )
+            for index, _ in self.placed_calls:
+                site = self.sites[index]
+                line = next((c for first, last, c in regions if first <= site.line <= last), 0)
+                if line:
+                    self.sites[index] = site._replace(compiled=line)
+        if not compiled_from:
+            return
+        elsewhere = named_regions(self.tree, compiled_from)
         for index, _ in self.placed_calls:
             site = self.sites[index]
-            line = next((c for first, last, c in regions if first <= site.line <= last), 0)
-            if line:
-                self.sites[index] = site._replace(compiled=line)
+            if site.compiled:
+                continue
+            where = next((w for first, last, w in elsewhere if first <= site.line <= last), "")
+            if where:
+                line = int(where.rpartition(":")[2] or 0)
+                self.sites[index] = site._replace(compiled=line or 1, compiled_at=where)
 
     def place_calls(self) -> None:
         """Stamp each torch call and method call with where it runs (host, device, unknown)."""
@@ -1084,6 +1112,14 @@ class _SiteFinder:
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     """All sites of a module, in source order. Raises SyntaxError for code that does not parse."""
+    return find_module_sites(source, tree)[0]
+
+
+def find_module_sites(
+    source: str, tree: ast.Module | None = None, compiled_from: dict[str, str] | None = None
+) -> tuple[list[Site], tuple[Imported, ...]]:
+    """`find_sites`, with the regions other modules compile (`compiled_from`: name -> where)
+    marked, and what this module's compiles reach in other modules."""
     if tree is None:
         tree = ast.parse(source)
     finder = _SiteFinder(source, tree)
@@ -1092,5 +1128,6 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
     finder.find_chained_methods()
     finder.find_idioms()
     finder.place_calls()
-    finder.mark_compiled()
-    return sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
+    finder.mark_compiled(compiled_from or {})
+    ordered = sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
+    return ordered, finder.imported
