@@ -73,3 +73,30 @@ def test_a_second_run_over_migrated_code_says_nothing_is_left_to_rewrite(tmp_pat
     summary = json.loads(second.stdout)["summary"]
     assert summary["files_changed"] == 0
     assert summary["already_marked"] == summary["left_for_person"] > 0
+
+
+SPAWN_FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite" / "spawn_rendezvous"
+
+
+def test_a_marker_whose_site_an_earlier_run_removed_is_still_counted():
+    """The spawn is converted on the first run; a conditional MASTER_ADDR setting keeps its
+    NM411 marker, but without the spawn no site is found there any more: the marker itself
+    is the site left for a person, on every later run."""
+    first = rewrite_source(SPAWN_FIXTURE.with_suffix(".in.py").read_text())
+    again = rewrite_source(first.new)
+    assert again.new == first.new
+    marked = [(o.code, o.status) for o in first.outcomes if o.status != "rewritten"]
+    assert marked == [("NM411", "marked")]
+    assert [(o.code, o.line, o.status) for o in again.outcomes] == [("NM411", 36, "marked")]
+
+
+def test_a_rerun_counts_every_marker_left(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "launch.py").write_text(SPAWN_FIXTURE.with_suffix(".in.py").read_text())
+    first = json.loads(
+        invoke(["rewrite", "--no-cache", "--apply", str(root), "--format", "json"]).stdout
+    )
+    second = json.loads(invoke(["rewrite", "--no-cache", str(root), "--format", "json"]).stdout)
+    assert first["summary"]["left_for_person"] == 1
+    assert second["summary"]["left_for_person"] == second["summary"]["already_marked"] == 1

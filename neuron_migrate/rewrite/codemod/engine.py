@@ -13,6 +13,7 @@ from neuron_migrate.rewrite.codemod.imports import (
     clean_imports,
     own_helpers,
 )
+from neuron_migrate.rewrite.codemod.left_markers import left_markers
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
@@ -57,7 +58,7 @@ def rewrite_source(
     sites = find_sites(source, tree)
     index = SiteIndex(sites, ruleset)
     if not index:
-        return SourceRewrite(source, source)
+        return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)
     text = SourceText(source)
     xla_mentions = text.occurrences("torch_xla")
@@ -119,4 +120,8 @@ def rewrite_source(
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)
-    return SourceRewrite(source, new, tuple(sorted(ctx.outcomes, key=lambda o: (o.line, o.code))))
+    outcomes = [
+        *ctx.outcomes,
+        *left_markers(new, ctx.outcomes, ruleset),
+    ]
+    return SourceRewrite(source, new, tuple(sorted(outcomes, key=lambda o: (o.line, o.code))))
