@@ -196,7 +196,7 @@ def rewrite(
     finally:
         cache.close()
     if output_format == "json":
-        print(json.dumps(report_json(results, summary), indent=2))
+        print(json.dumps(report_json(results, summary, version), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
     if summary.internal_errors or summary.not_written:

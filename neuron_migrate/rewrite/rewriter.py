@@ -748,11 +748,17 @@ class RewriteSummary:
         }
 
 
-def report_json(results: Iterable[FileRewrite], summary: RewriteSummary) -> dict[str, Any]:
+def report_json(
+    results: Iterable[FileRewrite], summary: RewriteSummary, target: str | None = None
+) -> dict[str, Any]:
+    """The `rewrite --format json` report; `target`: the torch-neuronx version migrated to."""
+    from neuron_migrate.matrix.versions import resolve_version  # file names only
+
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": __version__,
         "command": "rewrite",
+        "target": resolve_version(target),
         "files": [r.to_json() for r in results if r.error is None and (r.outcomes or r.changed)],
         "errors": [e.to_json() for e in summary.errors],
         "summary": summary.to_json(),

@@ -92,3 +92,11 @@ def test_the_python_op_markers_read_the_targets_matrix(monkeypatch: pytest.Monke
     )
     rewrite_source(source, target="2.13.3.0")
     assert asked == ["2.13.3.0"]
+
+
+def test_the_json_report_names_the_target(tmp_path: Path) -> None:
+    import json
+
+    tree = _tree(tmp_path)
+    out = invoke(["rewrite", "--no-cache", "--format", "json", "--target", "2.13", str(tree)])
+    assert json.loads(out.stdout)["target"] == "2.13.3.0"
