@@ -43,6 +43,9 @@ class ApiMap(NamedTuple):
     considered: int
     # APIs whose traced call shapes reach different ops (`torch.max(x)` / `(x, 1)` / `(x, y)`)
     patterns: Mapping[str, tuple[CallPattern, ...]] = {}
+    # Each optimizer's step as torch.compile graphs it (`compiled-steps-torch-<minor>.yaml`,
+    # from `compiled_steps_builder`): functional `_foreach_*` ops, not the eager step's.
+    compiled_steps: Mapping[str, tuple[str, ...]] = {}
 
     def aten_for(self, qualname: str) -> tuple[str, ...] | None:
         """Ops an API reaches; None when the map does not know the API.
@@ -107,8 +110,27 @@ def load_api_map(torch_minor: str | None = None, *, path: Path | None = None) ->
         cached = _cache.get(key)
         if cached is None:
             cached = _parse(Path(path))
+            steps = Path(path).with_name(f"compiled-steps-torch-{cached.torch_minor}.yaml")
+            if steps.is_file():
+                cached = cached._replace(compiled_steps=_compiled_steps(steps))
             _cache[key] = cached
     return cached
+
+
+def _compiled_steps(path: Path) -> dict[str, tuple[str, ...]]:
+    shown = _shown(path)
+
+    def fail(field: str, problem: str) -> DataFileError:
+        return DataFileError(shown, field, problem)
+
+    try:
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, InvalidYaml) as exc:
+        raise fail("<file>", f"cannot read: {exc}") from None
+    table = data.get("compiled_steps") if isinstance(data, dict) else None
+    if not isinstance(table, dict):
+        raise fail("compiled_steps", "expected a mapping of optimizer to ops")
+    return {str(name): _ops(ops, f"compiled_steps.{name}", fail) for name, ops in table.items()}
 
 
 def _dir() -> Path:

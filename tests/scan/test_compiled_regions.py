@@ -136,3 +136,63 @@ def test_bare_compile_decorators_mark_their_functions(tmp_path: Path) -> None:
         25: "native",
         27: "cpu_fallback",  # the enclosing function is not compiled
     }
+
+
+STEP = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 4).to("neuron")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+    @torch.compile(backend="neuron", dynamic=False)
+    def train_step(x):
+        opt.zero_grad()
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+
+    def eager_step(x):
+        opt.step()
+    """
+)
+
+
+def _step_findings(tmp_path: Path, refuses: tuple[str, ...] | None = None) -> list:  # type: ignore[type-arg]
+    from neuron_migrate.scan.analysis import analyze_source
+    from neuron_migrate.scan.scan_data import context_for
+
+    context = context_for(api.plan_scan(tmp_path).target, None)
+    if refuses is not None:
+        matrix = context.matrix
+        compile_rules = matrix.compile._replace(graph_refuses=refuses)
+        context = context._replace(matrix=matrix._replace(compile=compile_rules))
+    return list(analyze_source(STEP, "m.py", context).findings)
+
+
+def test_an_optimizer_step_in_compiled_code_is_judged_by_its_compiled_graph_ops(
+    tmp_path: Path,
+) -> None:
+    """The compiled Adam step's graph holds functional `_foreach_*` ops without an eager kernel
+    (`_foreach_addcmul.Scalar` and four others): lowered, as the device does, so no refusal."""
+    found = [f for f in _step_findings(tmp_path) if f.line == 13]
+    assert [(f.code, f.status, f.confidence) for f in found] == [("NM901", "native", "low")]
+    assert found[0].api == "torch.optim.Adam.step"
+    assert "aten::_foreach_addcmul.Scalar" in found[0].message
+    assert "aten::_foreach_pow.ScalarAndTensor" in found[0].aten  # not an eager step's op
+    assert not [f for f in _step_findings(tmp_path) if f.line == 18]  # eager: the constructor's
+
+
+def test_an_optimizer_step_whose_graph_ops_are_refused_is_a_compile_refusal(
+    tmp_path: Path,
+) -> None:
+    """With a matrix whose compile rules refuse ops without an eager kernel, the same step is
+    reported at `opt.step()`, naming the foreach ops the graph cannot lower."""
+    found = [f for f in _step_findings(tmp_path, ("cpu_fallback", "unsupported")) if f.line == 13]
+    assert [(f.code, f.status) for f in found] == [("NM943", "unsupported")]
+    assert "aten::_foreach_addcmul.Scalar" in found[0].message
+    assert "aten::_foreach_neg" in found[0].message

@@ -327,6 +327,9 @@ class _Classifier:
 
     def classify_method(self, site: Site) -> None:
         name = site.detail or ""
+        if site.compiled and name == "step" and site.qualname:
+            self.add_compiled_step(site, site.qualname)
+            return
         if site.discarded and not name.endswith("_") and name not in _EFFECT_METHODS:
             return
         if site.placement == "host":
@@ -415,7 +418,8 @@ class _Classifier:
         matrix = self.ctx.matrix
         rules = matrix.compile
         refused = status in rules.graph_refuses
-        offenders = ", ".join(sorted({op for op in aten if matrix.op_status(op).status == status}))
+        named = sorted({op for op in aten if matrix.op_status(op).status == status})
+        offenders, verb = ", ".join(named), "are" if len(named) > 1 else "is"
         at = site.compiled_at or f"line {site.compiled}"
         where = f"{api}: in code compiled by torch.compile at {at}: "
         if refused:
@@ -425,7 +429,7 @@ class _Classifier:
             )
         else:
             outcome = (
-                "is lowered with the rest of the neuron graph, not run on the CPU (only "
+                f"{verb} lowered with the rest of the neuron graph, not run on the CPU (only "
                 f"{', '.join(rules.graph_refuses)} ops fail a graph; which ops the released "
                 "compiler lowers is not known)"
             )
@@ -439,6 +443,15 @@ class _Classifier:
             aten=aten,
             confidence="high" if refused and site.placement == "device" else "low",
         )
+
+    def add_compiled_step(self, site: Site, api: str) -> None:
+        """`opt.step()` inside compiled code: the ops of the optimizer's step as torch.compile
+        graphs it (functional `_foreach_*` ops, the API map's `compiled_steps`), judged as any
+        op of a compiled region. Nothing when the map has no such step or all of it is native."""
+        ops = self.ctx.api_map.compiled_steps.get(api.removesuffix(".step"), ())
+        status = self._worst(ops)
+        if ops and status != "native":
+            self.add_in_graph(site, api, ops, status)
 
     def _worst(self, ops: tuple[str, ...]) -> str:
         verdicts = [self.ctx.matrix.op_status(op).status for op in ops]

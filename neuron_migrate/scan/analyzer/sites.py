@@ -1078,22 +1078,44 @@ class _SiteFinder:
             self.imported = imported_compiles(
                 self.model, lambda node: self.chain_qualnames.get(id(node)), regions
             )
-            for index, _ in self.placed_calls:
+            for index, call in self.placed_calls:
                 site = self.sites[index]
                 line = next((c for first, last, c in regions if first <= site.line <= last), 0)
                 if line:
-                    self.sites[index] = site._replace(compiled=line)
+                    self.sites[index] = self._stepped(site._replace(compiled=line), call)
         if not compiled_from:
             return
         elsewhere = named_regions(self.tree, compiled_from)
-        for index, _ in self.placed_calls:
+        for index, call in self.placed_calls:
             site = self.sites[index]
             if site.compiled:
                 continue
             where = next((w for first, last, w in elsewhere if first <= site.line <= last), "")
             if where:
                 line = int(where.rpartition(":")[2] or 0)
-                self.sites[index] = site._replace(compiled=line or 1, compiled_at=where)
+                site = site._replace(compiled=line or 1, compiled_at=where)
+                self.sites[index] = self._stepped(site, call)
+
+    def _stepped(self, site: Site, call: ast.Call) -> Site:
+        """A compiled `opt.step()` with `opt = torch.optim.Adam(...)` (a name assigned in this
+        module): the site's qualname is the optimizer's step (`torch.optim.Adam.step`)."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if site.kind != "method" or site.detail != "step" or not isinstance(receiver, ast.Name):
+            return site
+        found = self.model.binding_of(receiver)
+        optimizers = set()
+        for binding in found[1] if found else []:
+            statement = self.model.parents.get(id(binding.node))
+            value = statement.value if isinstance(statement, ast.Assign) else None
+            if isinstance(value, ast.Call):
+                optimizers.add(self.chain_qualnames.get(id(value.func)) or "")
+        (optimizer,) = optimizers if len(optimizers) == 1 else ("",)
+        if (
+            not optimizer.startswith("torch.optim.")
+            or not optimizer.rpartition(".")[2][:1].isupper()
+        ):
+            return site
+        return site._replace(qualname=f"{optimizer}.step")
 
     def place_calls(self) -> None:
         """Stamp each torch call and method call with where it runs (host, device, unknown)."""
