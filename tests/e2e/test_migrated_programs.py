@@ -50,7 +50,7 @@ class Program:
     name: str
     launcher: str  # "torchrun": launched by torchrun as it is; "spawn": starts its own workers
     args: tuple[str, ...] = ()
-    # Nothing left for a person: no marker, no torch_xla name in the migrated program (its
+    # Nothing left for a person: no marker, no torch_xla import in the migrated program (its
     # availability guards resolved, their try/except and functions gone).
     complete: bool = False
 
@@ -147,9 +147,22 @@ def test_migrated_program_runs_like_the_original(
     tree, summary = _migrate(tmp_path, program)
     if program.complete:
         assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
-        assert "torch_xla" not in (tree / "train.py").read_text()
+        assert "TODO(neuron-migrate" not in (tree / "train.py").read_text()
     done = _migrated_run(tree, program, processes)
     _check(done, _reference_run(program, processes), processes)
+
+
+def test_a_rerun_over_the_migrated_suite_counts_what_the_first_left(tmp_path: Path) -> None:
+    """A second rewrite changes nothing and counts, as already marked, every site the first
+    left for a person (xmp_spawn_port's Slurm MASTER_ADDR, NM411, whose spawn is gone)."""
+    tree = tmp_path / "e2e"
+    shutil.copytree(PROGRAMS, tree)
+    argv = [sys.executable, "-m", "neuron_migrate", "rewrite", "--format", "json", "."]
+    first = json.loads(_run([*argv, "--apply"], tree, _clean_env()).stdout)["summary"]
+    again = json.loads(_run(argv, tree, _clean_env()).stdout)["summary"]
+    assert first["left_for_person"] > 0, first
+    assert again["files_changed"] == 0, again
+    assert again["left_for_person"] == again["already_marked"] == first["left_for_person"]
 
 
 def test_suite_conversion_is_at_least_95_percent(tmp_path: Path) -> None:
