@@ -3,10 +3,11 @@ the variables `export NAME = value` puts in the recipes' environment.
 
 A recipe line (a line that starts with a tab, with its backslash continuations) is shell once
 make's `@`, `-` and `+` prefixes are taken off: it is read by the shell reader, in place, so its
-spans are the file's. A recipe line the shell grammar cannot read (make syntax it does not know)
-gives no hit rather than failing the file. A marker goes above the recipe line with no
-indentation: there it is a make comment, which make neither runs nor echoes. A variable the
-Makefile reads anywhere (`$(NAME)`, `${NAME}`, `$$NAME`) is never dropped.
+spans are the file's. A recipe line the shell grammar cannot read whole (make syntax it does not
+know) never fails the file: what the grammar recovers is reported, and marked, never edited.
+A marker goes above the recipe line with no indentation: there it is a make comment, which make
+neither runs nor echoes. A variable the Makefile reads anywhere (`$(NAME)`, `${NAME}`,
+`$$NAME`) is never dropped.
 """
 
 import operator
@@ -31,7 +32,7 @@ def makefile_hits(text: str) -> Iterator[Hit]:
             while body < end and text[body] in "@-+ \t":
                 body += 1
             fragment = Fragment(text[body:end], partial(operator.add, body), True, start, "")
-            for hit in shell_hits(fragment, text):
+            for hit in shell_hits(fragment, text, edit_only_if_clean=True):
                 yield _widened(hit, text, start, body, end)
             continue
         found = _EXPORT.match(line)

@@ -108,10 +108,17 @@ def _first_error(root: Any) -> Any:
     return None
 
 
-def shell_hits(fragment: Fragment, file_text: str) -> Iterator[Hit]:
-    """Every idiom occurrence in the fragment, in file offsets."""
+def shell_hits(
+    fragment: Fragment, file_text: str, *, edit_only_if_clean: bool = False
+) -> Iterator[Hit]:
+    """Every idiom occurrence in the fragment, in file offsets. `edit_only_if_clean`: where the
+    grammar had to recover from an error (shell inside another syntax, a Makefile recipe line),
+    the hits carry no span to edit, so such a use gets a marker, never an edit."""
     data = fragment.text.encode("utf-8")
-    yield from _hits(fragment, file_text, data, _parser().parse(data))
+    tree = _parser().parse(data)
+    if edit_only_if_clean and tree.root_node.has_error:
+        fragment = fragment._replace(exact=False)
+    yield from _hits(fragment, file_text, data, tree)
 
 
 def _hits(fragment: Fragment, file_text: str, data: bytes, tree: Any) -> Iterator[Hit]:

@@ -112,7 +112,7 @@ def _item_hits(text: str, key: str, start: int, end: int, on_key_line: bool) -> 
         from neuron_migrate.project_files.shell import Fragment, shell_hits
 
         fragment = Fragment(value, lambda o: start + o, True)
-        yield from shell_hits(fragment, text)
+        yield from shell_hits(fragment, text, edit_only_if_clean=True)
     elif key == "basepython":
         found = _BASEPYTHON.match(value)
         if found is not None:
