@@ -166,6 +166,12 @@ class Rule(NamedTuple):
         return self.rewrite is not None
 
     @property
+    def keeps(self) -> bool:
+        """Whether the rule matches something that stays as it is (a Neuron Runtime variable):
+        advice about the code, not a torch_xla use to migrate."""
+        return self.rewrite is not None and self.rewrite.transform == "keep"
+
+    @property
     def fix_safety(self) -> str:
         """How `rewrite` treats this rule, in the words `rules list` prints."""
         if self.match.analyzer is not None:
