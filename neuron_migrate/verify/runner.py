@@ -204,6 +204,7 @@ def merge_traces(
                     "processes": 0,
                     "first_location": None,
                     "locations": {},
+                    "callers": {},
                     "evidence": op.get("evidence"),
                     "note": op.get("note") or "",
                 },
@@ -214,9 +215,8 @@ def merge_traces(
             merged["first_location"] = merged["first_location"] or _relative(
                 op.get("first_location"), cwd
             )
-            for location, count in (op.get("locations") or {}).items():
-                shown = _relative(location, cwd) or location
-                merged["locations"][shown] = merged["locations"].get(shown, 0) + count
+            _add_counts(merged["locations"], op.get("locations"), cwd)
+            _add_counts(merged["callers"], op.get("callers"), cwd)
         for entry in trace.get("downcasts", []):
             merged = downcasts.setdefault(
                 entry["dtype"],
@@ -229,9 +229,7 @@ def merge_traces(
                 },
             )
             merged["count"] += entry["count"]
-            for location, count in (entry.get("locations") or {}).items():
-                shown = _relative(location, cwd) or location
-                merged["locations"][shown] = merged["locations"].get(shown, 0) + count
+            _add_counts(merged["locations"], entry.get("locations"), cwd)
         for refusal in trace.get("refusals", []):
             location = _relative(refusal.get("location"), cwd)
             merged = refusals.setdefault(
@@ -245,7 +243,15 @@ def merge_traces(
             )
             merged["count"] += 1
         for graph in trace.get("compiles", []):
-            graphs.append({**graph, "graph": _relative(graph.get("graph"), cwd), "pid": pid})
+            refused = [_relative_refusal(refusal, cwd) for refusal in graph.get("refused", [])]
+            graphs.append(
+                {
+                    **graph,
+                    "graph": _relative(graph.get("graph"), cwd),
+                    "refused": refused,
+                    "pid": pid,
+                }
+            )
         graph_breaks += trace.get("graph_breaks", 0)
         limit_hits += trace.get("recompile_limit_hits", 0)
 
@@ -297,6 +303,19 @@ def _process_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
     process = trace["process"]
     keys = ("pid", "rank", "local_rank", "world_size", "argv", "wall_time_s")
     return {key: process.get(key) for key in keys}
+
+
+def _add_counts(into: dict[str, int], counts: Mapping[str, int] | None, cwd: Path) -> None:
+    """Add per-location call counts, each `file:line` shown relative to `cwd`."""
+    for location, count in (counts or {}).items():
+        shown = _relative(location, cwd) or location
+        into[shown] = into.get(shown, 0) + count
+
+
+def _relative_refusal(refusal: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
+    """A compile refusal with its location and frames shown relative to `cwd`."""
+    frames = [_relative(frame, cwd) or frame for frame in refusal.get("frames") or []]
+    return {**refusal, "location": _relative(refusal.get("location"), cwd), "frames": frames}
 
 
 def _relative(location: str | None, cwd: Path) -> str | None:

@@ -34,9 +34,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from neuron_sim import graph_runner
 from neuron_sim.errors import NeuronCompileError
 from neuron_sim.int64_graph import wrap_int64_values
-from neuron_sim.policy import NATIVE, OpPolicy
-from neuron_sim.recorder import Compile, ProcessTrace
-from neuron_sim.source import _is_user_file, user_location
+from neuron_sim.policy import NATIVE, UNSUPPORTED, OpPolicy
+from neuron_sim.recorder import Compile, ProcessTrace, refusal
+from neuron_sim.source import _is_user_file, user_stack
 from neuron_sim.tensor import NeuronTensor, downcast_of, wrap
 
 BACKEND_NAME = "neuron"
@@ -50,14 +50,11 @@ _CPU = torch.device("cpu")
 _FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def _user_line(node: torch.fx.Node) -> str | None:
-    """The innermost user frame of the stack trace dynamo stored on a graph node."""
+def _user_frames(node: torch.fx.Node) -> list[str]:
+    """The user frames of the stack trace dynamo stored on a graph node, innermost first."""
     stack = node.meta.get("stack_trace") or ""
-    frames = [(path, line) for path, line in _FRAME_LINE.findall(stack) if _is_user_file(path)]
-    if not frames:
-        return None
-    path, line = frames[-1]
-    return f"{path}:{line}"
+    frames = [f"{path}:{line}" for path, line in _FRAME_LINE.findall(stack) if _is_user_file(path)]
+    return list(dict.fromkeys(reversed(frames)))
 
 
 def _compiled_function() -> str | None:
@@ -96,14 +93,16 @@ def _dynamic_inputs(example_inputs: list[Any]) -> bool:
 
 def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
     """Raise if `gm` holds an op with no lowering (an eager status the matrix's
-    `compile.graph_refuses` names); return its op count."""
+    `compile.graph_refuses` names); return its op count.
+
+    Each refused op is recorded in `record.refused` with its user frames: the compiled code's
+    (from the node's stack trace), then those that called the compiled code (compiling runs
+    inside its first call). An op of torch's own modules has only the latter."""
     assert _policy is not None
     refuses = _policy.matrix.compile.graph_refuses
     count = 0
-    refused: dict[str, str | None] = {}
-    # An op of torch's own modules has no user frame in its node's stack: the user's line is
-    # then where the compiled code was called (compiling runs inside that first call).
-    calling = user_location()
+    refused: dict[str, dict[str, Any]] = {}
+    calling = user_stack()
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -112,13 +111,19 @@ def _check_graph(which: str, record: Compile, gm: torch.fx.GraphModule) -> int:
             count += 1
             status = _policy.record_for(target.name()).status
             if status in refuses and target.name() not in refused:
-                refused[target.name()] = f"{status}" + (
-                    f", {line}" if (line := _user_line(node) or calling) else ""
+                frames = _user_frames(node)
+                frames += [frame for frame in calling if frame not in frames]
+                refused[target.name()] = refusal(
+                    target.name(), status, "no_lowering", which, frames
                 )
         elif isinstance(target, torch._ops.HigherOrderOperator):
             count += 1
     if refused:
-        listing = "; ".join(f"{op} ({why})" for op, why in refused.items())
+        record.refused.extend(refused.values())
+        listing = "; ".join(
+            f"{op} ({why['status']}" + (f", {why['location']})" if why["location"] else ")")
+            for op, why in refused.items()
+        )
         message = f"{which} graph contains ops that cannot be lowered to neuron: {listing}"
         record.error = message
         if refuse_unlowerable_ops:
@@ -257,6 +262,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
         if _dynamic_inputs(example_inputs):
             record.ok = False
             record.error = "dynamic shapes"
+            record.refused.append(refusal(None, UNSUPPORTED, "dynamic_shapes", None, user_stack()))
             raise NeuronCompileError(
                 'torch.compile(backend="neuron") does not support dynamic=True (or shapes '
                 "marked dynamic): TorchNeuron compiles static shapes and recompiles once per "

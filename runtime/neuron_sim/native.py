@@ -256,11 +256,12 @@ def sync_counts(trace: ProcessTrace) -> None:
     """Copy the engine's per-op call counts into the trace's records."""
     if _engine is None:
         return
-    for name, (count, locations) in _engine.op_counts().items():
+    for name, (count, locations, callers) in _engine.op_counts().items():
         record = trace.ops.get(name)
         if record is not None:
             record.count = count
             record.locations = locations
+            record.callers = callers
 
 
 def reset_counts() -> None:

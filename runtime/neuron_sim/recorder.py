@@ -33,6 +33,9 @@ class OpRecord:
     # Where the op ran: `file:line` -> calls, for its first LOCATION_SAMPLES calls (a stack walk
     # each). `verify` matches these lines against the static findings.
     locations: dict[str, int] = field(default_factory=dict)
+    # The user lines that called into those (every user frame but the innermost) -> calls, for
+    # the same calls: `verify` confirms a file's module findings through them.
+    callers: dict[str, int] = field(default_factory=dict)
 
 
 # Enough to see every line of a training step for the usual ops, without a stack walk per call.
@@ -59,8 +62,26 @@ class Compile:
     forward_ops: int = 0
     backward_ops: int = 0
     ok: bool = True
-    error: str | None = None
+    error: str | None = None  # the message the compile failed with
     fell_back: bool = False  # failed to compile and ran eagerly (fallback execution on)
+    # Why it failed, as data: one entry per refused op (or setting), see `refusal`.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+
+def refusal(
+    op: str | None, status: str, kind: str, graph: str | None, frames: list[str]
+) -> dict[str, Any]:
+    """One reason a graph was refused. `kind`: "no_lowering" (an op the matrix marks
+    unsupported) or "dynamic_shapes" (no op); `frames`: the user frames behind it, innermost
+    first (the compiled code's, then those that called it); `location`: the innermost."""
+    return {
+        "op": op,
+        "status": status,
+        "kind": kind,
+        "graph": graph,
+        "location": frames[0] if frames else None,
+        "frames": frames,
+    }
 
 
 @dataclass
@@ -106,6 +127,7 @@ class ProcessTrace:
                     "refused": r.refused,
                     "first_location": r.first_location,
                     "locations": r.locations,
+                    "callers": r.callers,
                     "evidence": r.evidence,
                     "note": r.note,
                 }
@@ -135,6 +157,7 @@ class ProcessTrace:
         for record in self.ops.values():
             record.count = record.refused = 0
             record.locations = {}
+            record.callers = {}
         self.downcasts.clear()
         self.refusals.clear()
         self.compiles.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from collections.abc import Iterator
 from types import CodeType, FrameType
 
 import torch
@@ -49,13 +50,8 @@ def _user_path(filename: str) -> str | None:
     return path
 
 
-def user_location(frame: FrameType | None = None) -> str | None:
-    """`file:line` of the innermost frame that belongs to user code, or None.
-
-    Runs for the sampled calls of every op (`LOCATION_SAMPLES`), so the per-file verdict and
-    absolute path are cached, and so is each user frame's `file:line` by bytecode offset.
-    """
-    frame = frame or sys._getframe(1)
+def _user_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, str]]:
+    """Each user frame from `frame` outwards, with its absolute path."""
     paths = _user_paths
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -63,9 +59,76 @@ def user_location(frame: FrameType | None = None) -> str | None:
         if path is _UNSEEN:
             path = _user_path(filename)
         if path is not None:
-            return _location(frame, path)
+            yield frame, path
         frame = frame.f_back
+
+
+def user_location(frame: FrameType | None = None) -> str | None:
+    """`file:line` of the innermost frame that belongs to user code, or None.
+
+    The per-file verdict and absolute path are cached, and so is each user frame's `file:line`
+    by bytecode offset. (The sampled calls of every op take `count_call`.)
+    """
+    for user_frame, path in _user_frames(frame or sys._getframe(1)):
+        return _location(user_frame, path)
     return None
+
+
+def user_stack(frame: FrameType | None = None) -> list[str]:
+    """`file:line` of every user frame, innermost first (the same site twice, once)."""
+    stack = [_location(f, path) for f, path in _user_frames(frame or sys._getframe(1))]
+    return list(dict.fromkeys(stack))
+
+
+# id(code) -> (code, its call sites {bytecode offset: "file:line"} when it is user code whose
+# file name is absolute; None when it is not user code; `_RELATIVE` when its path follows the
+# working directory, so its lines are worked out each time). The entry holds the code object,
+# so its id cannot be reused while the entry exists.
+_RELATIVE: dict[int, str] = {}
+_code_sites: dict[int, tuple[CodeType, dict[int, str] | None]] = {}
+
+
+def count_call(locations: dict[str, int], callers: dict[str, int], frame: FrameType | None) -> None:
+    """Count one call: at its innermost user line in `locations`, and at each user line that
+    called into it in `callers` (each once).
+
+    The whole stack is walked for the sampled calls of every op, so each frame costs a lookup
+    of its code, and a user frame one of its bytecode offset."""
+    code_sites = _code_sites
+    innermost: str | None = None
+    outer: list[str] = []
+    while frame is not None:
+        code = frame.f_code
+        entry = code_sites.get(id(code))
+        if entry is None:
+            entry = _sites_of(code)
+        sites = entry[1]
+        if sites is not None:
+            location = sites.get(frame.f_lasti)
+            if location is None:
+                location = _location(frame, _user_path(code.co_filename) or "")
+            if innermost is None:
+                innermost = location
+            elif location != innermost and location not in outer:
+                outer.append(location)
+        frame = frame.f_back
+    if innermost is not None:
+        locations[innermost] = locations.get(innermost, 0) + 1
+        for caller in outer:
+            callers[caller] = callers.get(caller, 0) + 1
+
+
+def _sites_of(code: CodeType) -> tuple[CodeType, dict[int, str] | None]:
+    """The `_code_sites` entry of `code`, made on first sight."""
+    filename = code.co_filename
+    if _user_path(filename) is None:
+        sites = None
+    elif not os.path.isabs(filename):
+        sites = _RELATIVE
+    else:
+        sites = _lines_of(code)
+    entry = _code_sites[id(code)] = (code, sites)
+    return entry
 
 
 # id(code) -> (code, {bytecode offset: "file:line"}). The entry holds the code object, so its id
@@ -88,3 +151,11 @@ def _location(frame: FrameType, path: str) -> str:
     if location is None:
         location = by_offset[offset] = f"{path}:{frame.f_lineno}"
     return location
+
+
+def _lines_of(code: CodeType) -> dict[int, str]:
+    """The `file:line` of each call site of `code` seen so far, by bytecode offset."""
+    entry = _lines.get(id(code))
+    if entry is None:
+        entry = _lines[id(code)] = (code, {})
+    return entry[1]

@@ -20,7 +20,7 @@ from neuron_sim.errors import NeuronSimError
 from neuron_sim.memory import LEDGER
 from neuron_sim.policy import UNSUPPORTED, OpPolicy
 from neuron_sim.recorder import LOCATION_SAMPLES, OpRecord
-from neuron_sim.source import user_location
+from neuron_sim.source import count_call
 
 _CPU = torch.device("cpu")
 _STRIDED = torch.strided
@@ -321,14 +321,12 @@ def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any]
 
 
 def _note_location(record: OpRecord) -> None:
-    """Count this call against the user line that made it (the first LOCATION_SAMPLES calls)."""
+    """Count this call against the user line that made it and the user lines that called into
+    that one (the first LOCATION_SAMPLES calls)."""
     assert _policy is not None
     if record.count == 0:
         _policy.first_use(record)
-    location = user_location(_get_frame(1))
-    if location is not None:
-        locations = record.locations
-        locations[location] = locations.get(location, 0) + 1
+    count_call(record.locations, record.callers, _get_frame(1))
 
 
 def _torch_dispatch(

@@ -37,6 +37,13 @@ class SimRun:
         return matches[0]
 
 
+@pytest.fixture(params=["native", "python"])
+def each_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test once on each engine (`pytest.mark.usefixtures("each_engine")`)."""
+    monkeypatch.setenv("NEURON_MIGRATE_SIM_ENGINE", request.param)
+    return request.param
+
+
 @pytest.fixture
 def sim_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
     """`sim_run(source_or_path, *args)` runs a Python script under the simulated device."""

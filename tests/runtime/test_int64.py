@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("each_engine")]
 pytest.importorskip("torch")
-
-
-@pytest.fixture(params=["native", "python"], autouse=True)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("NEURON_MIGRATE_SIM_ENGINE", request.param)
-    return request.param
 
 
 NARROWED = """

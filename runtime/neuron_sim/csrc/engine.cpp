@@ -248,6 +248,7 @@ struct OpState {
   bool metadata_only = false;   // a view or an in-place view op
   bool asynchronous = false;    // c10d: its work may use the tensors after the op returns
   std::unordered_map<int, int64_t> site_counts;  // user line (site id) -> calls, GIL-guarded
+  std::unordered_map<int, int64_t> caller_counts;  // lines that called into those -> calls
 };
 
 struct Callbacks {
@@ -305,9 +306,10 @@ OpState& state_for(const c10::FunctionSchema& schema,
   return *slot;
 }
 
-// The user's source line behind an op: the innermost Python frame in the user's code. Frames
-// are walked here, not in Python, and each call site (code object, bytecode offset) is turned
-// into its "file:line" once; the GIL guards these tables.
+// The user's source lines behind an op: the innermost Python frame in the user's code (its
+// site), and the user frames that called into it (`callers`, each site once). Frames are walked
+// here, not in Python, and each call site (code object, bytecode offset) is turned into its
+// "file:line" once; the GIL guards these tables.
 struct SiteHash {
   size_t operator()(const std::pair<PyObject*, int>& site) const {
     return std::hash<const void*>()(site.first) * 31 + static_cast<size_t>(site.second);
@@ -317,7 +319,25 @@ std::unordered_map<PyObject*, bool> user_code;  // holds a reference to each cod
 std::unordered_map<std::pair<PyObject*, int>, int, SiteHash> site_ids;
 std::vector<std::string> site_names;
 
-int user_site() {
+int site_of(PyObject* code, PyFrameObject* frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+  const auto key = std::make_pair(code, PyFrame_GetLasti(frame));
+#else  // Python 3.10 has no public bytecode offset: the line itself is the site
+  const auto key = std::make_pair(code, PyFrame_GetLineNumber(frame));
+#endif
+  auto found = site_ids.find(key);
+  if (found == site_ids.end()) {
+    py::object filename = py::reinterpret_steal<py::object>(
+        PyObject_GetAttrString(code, "co_filename"));
+    site_names.push_back(
+        callbacks->location(filename, PyFrame_GetLineNumber(frame)).cast<std::string>());
+    found = site_ids.emplace(key, static_cast<int>(site_names.size() - 1)).first;
+  }
+  return found->second;
+}
+
+int user_sites(std::vector<int>& callers) {
+  callers.clear();
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
   int site = -1;
@@ -331,29 +351,19 @@ int user_site() {
       verdict = user_code.emplace(code, callbacks->is_user_file(filename).cast<bool>()).first;
     }
     if (verdict->second) {
-#if PY_VERSION_HEX >= 0x030B0000
-      const auto key = std::make_pair(code, PyFrame_GetLasti(frame));
-#else  // Python 3.10 has no public bytecode offset: the line itself is the site
-      const auto key = std::make_pair(code, PyFrame_GetLineNumber(frame));
-#endif
-      auto found = site_ids.find(key);
-      if (found == site_ids.end()) {
-        py::object filename = py::reinterpret_steal<py::object>(
-            PyObject_GetAttrString(code, "co_filename"));
-        site_names.push_back(
-            callbacks->location(filename, PyFrame_GetLineNumber(frame)).cast<std::string>());
-        found = site_ids.emplace(key, static_cast<int>(site_names.size() - 1)).first;
+      const int found = site_of(code, frame);
+      if (site < 0) {
+        site = found;
+      } else if (found != site &&
+                 std::find(callers.begin(), callers.end(), found) == callers.end()) {
+        callers.push_back(found);
       }
-      site = found->second;
-      Py_DECREF(code);
-      break;
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
     Py_DECREF(frame);
     frame = back;
   }
-  Py_XDECREF(frame);
   return site;
 }
 
@@ -368,8 +378,10 @@ void account(OpState& state) {
   if (state.count < location_samples) {  // the op's first calls: where the user made them
     py::gil_scoped_acquire gil;
     if (state.count == 0) callbacks->first_use(state.name);
-    const int site = user_site();
+    static std::vector<int> callers;  // GIL-guarded, reused
+    const int site = user_sites(callers);
     if (site >= 0) ++state.site_counts[site];
+    for (const int caller : callers) ++state.caller_counts[caller];
   }
   ++state.count;
 }
@@ -878,16 +890,22 @@ void install(py::object describe, py::object first_use, py::object is_user_file,
   }
 }
 
-// name -> (calls, {"file:line": calls there, for the sampled calls})
+py::dict named_sites(const std::unordered_map<int, int64_t>& counts) {
+  py::dict named;
+  for (const auto& site : counts) named[py::str(site_names[site.first])] = site.second;
+  return named;
+}
+
+// name -> (calls, {"file:line": calls there}, {"file:line" that called into those: calls}),
+// for the sampled calls
 py::dict op_counts() {
   py::dict counts;
   std::lock_guard<std::mutex> lock(states_mutex);
   for (const auto& entry : states) {
     const OpState& state = *entry.second;
     if (!state.count) continue;
-    py::dict locations;
-    for (const auto& site : state.site_counts) locations[py::str(site_names[site.first])] = site.second;
-    counts[py::str(state.name)] = py::make_tuple(state.count, locations);
+    counts[py::str(state.name)] = py::make_tuple(state.count, named_sites(state.site_counts),
+                                                 named_sites(state.caller_counts));
   }
   return counts;
 }
@@ -897,6 +915,7 @@ void reset_counts() {
   for (auto& entry : states) {
     entry.second->count = 0;
     entry.second->site_counts.clear();
+    entry.second->caller_counts.clear();
   }
 }
 
