@@ -3,7 +3,8 @@
 Each static finding about an op, a dtype, a namespace or a memory format gets one verdict:
 
 - confirmed: the run reached the predicted aten ops from that source line (or, for an nn module
-  or an optimizer, from that file) with the predicted status;
+  or an optimizer, from that file: an op whose user frames include the file, where the op was
+  called or a line that called into the code that called it) with the predicted status;
 - contradicted: they ran with another status; the reason says which ops ran and how;
 - not exercised: the run never executed that line (or never ran that module's ops).
 
@@ -16,7 +17,6 @@ Run locations are matched to findings by absolute file and line. Pure Python, no
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -111,6 +111,12 @@ def _parse_location(location: str | None, cwd: Path) -> Location | None:
     return (str(file.resolve()), int(line))
 
 
+def _add_status(statuses: dict[str, str], base: str, status: str) -> None:
+    """Keep the worst status each base op ran with."""
+    if _RANK.get(status, 0) >= _RANK.get(statuses.get(base, status), 0):
+        statuses[base] = status
+
+
 def _op_locations(entry: Mapping[str, Any]) -> dict[str, int]:
     """Where an op ran: the trace's sampled `locations`, else its first location."""
     locations = entry.get("locations")
@@ -127,8 +133,11 @@ class _RunIndex:
     ops_at: dict[Location, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     counts: dict[tuple[Location, str], int] = field(default_factory=lambda: defaultdict(int))
     ops_anywhere: dict[str, str] = field(default_factory=dict)  # base op -> worst status
-    # file -> base op -> worst status, for ops whose (innermost) user frame is in that file
+    # file -> base op -> worst status, for ops with a user frame in that file: where they were
+    # called, or a line that called into the code that called them (the trace's `callers`)
     ops_in_file: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    # (file, base op) -> the lines of that file that called into the code that ran the op
+    through: dict[tuple[str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
     downcasts_at: set[Location] = field(default_factory=set)
     refusals_at: dict[Location, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -146,9 +155,14 @@ class _RunIndex:
                 if where is not None:
                     index.ops_at[where][op] = status
                     index.counts[(where, op)] += count
-                    in_file = index.ops_in_file[where[0]]
-                    if _RANK.get(status, 0) >= _RANK.get(in_file.get(base, status), 0):
-                        in_file[base] = status
+                    _add_status(index.ops_in_file[where[0]], base, status)
+            # A line that called into other code ran none of these ops itself: it counts for
+            # its file, never for its line.
+            for location in entry.get("callers") or {}:
+                where = _parse_location(location, cwd)
+                if where is not None:
+                    _add_status(index.ops_in_file[where[0]], base, status)
+                    index.through[(where[0], base)].add(where[1])
         for entry in trace.get("downcasts", []):
             for location in _op_locations(entry):
                 where = _parse_location(location, cwd)
@@ -162,22 +176,17 @@ class _RunIndex:
         return index
 
 
-# "forward graph contains ops that cannot be lowered to neuron: aten::sort (cpu_fallback,
-# /abs/train.py:16); ..." -- the simulated backend's compile failure, op by op.
-_LOWERING_REFUSAL = re.compile(r"([\w:.]+) \((\w+)(?:, ([^;]+?:\d+))?\)")
-
-
 def compile_refusals(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ops a failed neuron compile could not lower, each with the user line it came from."""
-    out = []
-    for graph in (trace.get("compile") or {}).get("graphs", []):
-        error = graph.get("error") or ""
-        if graph.get("ok", True) or "cannot be lowered" not in error:
-            continue
-        listing = error.partition("cannot be lowered to neuron:")[2]
-        for op, _status, location in _LOWERING_REFUSAL.findall(listing):
-            out.append({"op": op, "location": location or None})
-    return out
+    """The ops a failed neuron compile could not lower, each with the user line it came from:
+    the records the runtime keeps per refused graph (`compile.graphs[].refused`), never its
+    message, whose wording is for people."""
+    return [
+        refusal
+        for graph in (trace.get("compile") or {}).get("graphs", [])
+        if not graph.get("ok", True)
+        for refusal in graph.get("refused") or []
+        if refusal.get("kind") == "no_lowering" and refusal.get("op")
+    ]
 
 
 def _worst(statuses: Iterable[str]) -> str:
@@ -293,6 +302,10 @@ class _Reconciler:
             )
         ops = tuple(sorted(decisive))
         reason = f"its ops ran where it was used ({finding.status}): {', '.join(ops)}"
+        lines = sorted({n for op in ops for n in self.index.through.get((file, op), ())})
+        if lines:
+            shown = ", ".join(f"{finding.path}:{n}" for n in lines)
+            reason += f", through {shown} (calls into other code)"
         return Reconciled(finding, "confirmed", finding.status, reason, ops)
 
     def dtype(self, finding: Finding) -> Reconciled:

@@ -156,7 +156,53 @@ def test_a_call_that_depends_on_the_input_agrees_with_any_pattern_it_named(tmp_p
     assert item.verdict == "confirmed" and item.observed == "cpu_fallback"
 
 
-def test_a_compile_failure_is_reconciled_with_the_predicted_refusal(tmp_path: Path) -> None:
+TRAIN = """import torch
+import steps
+
+model = torch.nn.Linear(4, 1).to("neuron")
+criterion = torch.nn.MSELoss()
+x = torch.ones(8, 4, device="neuron")
+loss = steps.loss_of(model, criterion, x)
+scaled = torch.abs(steps.shifted(x))
+"""
+STEPS = """def loss_of(model, criterion, x):
+    out = model(x)
+    return criterion(out, out.detach())
+
+
+def shifted(x):
+    return (x - 1).abs()
+"""
+
+
+def test_a_module_is_confirmed_by_ops_a_helper_in_another_file_ran_for_it(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "steps.py").write_text(STEPS)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    # train.py:7 calls steps.loss_of, whose line 3 runs MSELoss's fallback op; train.py:8 calls
+    # steps.shifted, whose line 7 runs abs.
+    trace = _trace(
+        [
+            {"op": "aten::mse_loss", "status": "cpu_fallback", "count": 1,
+             "locations": {"steps.py:3": 1}, "callers": {"train.py:7": 1}},
+            {"op": "aten::abs", "status": "native", "count": 1,
+             "locations": {"steps.py:7": 1}, "callers": {"train.py:8": 1}},
+        ]
+    )  # fmt: skip
+    report = reconcile(scan, trace, cwd=tmp_path)
+    items = {(i.finding.path, i.finding.api): i for i in report.items}
+    criterion = items[("train.py", "torch.nn.MSELoss")]
+    assert criterion.verdict == "confirmed", criterion.reason
+    assert "train.py:7" in criterion.reason  # the frame through which its ops ran
+    # A frame that called other user code is not the call of its own line: torch.abs on
+    # train.py:8 never ran there (the abs ran in steps.py), and that line misses nothing.
+    assert items[("train.py", "torch.abs")].verdict == "not_exercised"
+    assert all(not u.location.startswith("train.py") for u in report.unpredicted)
+
+
+def test_a_compile_failure_is_reconciled_from_its_record_whatever_its_message(
+    tmp_path: Path,
+) -> None:
     source = (
         "import torch\n\n\n"
         '@torch.compile(backend="neuron", dynamic=False)\n'
@@ -166,12 +212,11 @@ def test_a_compile_failure_is_reconciled_with_the_predicted_refusal(tmp_path: Pa
     )
     (tmp_path / "m.py").write_text(source)
     scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
-    error = (
-        "forward graph contains ops that cannot be lowered to neuron: "
-        f"aten::quantize_per_tensor (unsupported, {tmp_path / 'm.py'}:6)"
-    )
-    compiles = {"graphs": [{"ok": False, "error": error}]}
-    report = reconcile(scan, _trace([], exit_code=1, compile=compiles), cwd=tmp_path)
+    refused = {"op": "aten::quantize_per_tensor", "status": "unsupported",
+               "kind": "no_lowering", "graph": "forward", "location": "m.py:6",
+               "frames": ["m.py:6", "m.py:9"]}  # fmt: skip
+    graph = {"ok": False, "error": "the compiler gave up (any wording)", "refused": [refused]}
+    report = reconcile(scan, _trace([], exit_code=1, compile={"graphs": [graph]}), cwd=tmp_path)
     item = next(i for i in report.items if i.finding.line == 6)
     assert item.finding.category == "compile"
     assert item.verdict == "confirmed" and "aten::quantize_per_tensor" in item.reason

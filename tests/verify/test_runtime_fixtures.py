@@ -53,3 +53,46 @@ def test_a_compiled_adam_step_compiles_as_the_scan_predicts(tmp_path: Path) -> N
     assert graphs and all(graph["ok"] for graph in graphs)
     assert any("(step)" in graph["graph"] for graph in graphs)  # the optimizer's own graph
     assert report.run_failure is None and gate_passed(report, fail_on_contradiction=True)
+
+
+TRAIN = """\
+import torch
+
+import steps
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+model = model.to("neuron")
+criterion = torch.nn.MSELoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+inputs = torch.randn(32, 8).to("neuron")
+targets = torch.randn(32, 1).to("neuron")
+for _ in range(3):
+    loss = steps.train_step(model, criterion, optimizer, inputs, targets)
+print(f"loss {loss:.4f}")
+"""
+STEPS = """\
+def train_step(model, criterion, optimizer, inputs, targets):
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+"""
+
+
+def test_modules_used_by_a_helper_in_another_file_are_confirmed(tmp_path: Path) -> None:
+    # train.py builds the loss and the optimizer; steps.py, which it calls, uses them: their
+    # ops' innermost user frame is in steps.py, and train.py:13 called into it.
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "steps.py").write_text(STEPS)
+    result = runner.run(["python", "train.py"], None, capture_output=True, cwd=tmp_path)
+    assert result.exit_code == 0
+    scan = api.scan(tmp_path, fail_on=("none",), use_cache=False)
+    report = reconcile(scan, result.trace, cwd=tmp_path)
+    items = {(i.finding.path, i.finding.api): i for i in report.items}
+    for api_name in ("torch.nn.MSELoss", "torch.optim.SGD"):
+        item = items[("train.py", api_name)]
+        assert item.verdict == "confirmed", (api_name, item.reason)
+        assert "train.py:13" in item.reason
+    assert report.count("contradicted") == 0
