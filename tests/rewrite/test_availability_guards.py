@@ -43,6 +43,21 @@ RESOLVED = {
         "\ndef run(batches):\n    for b in batches:\n        continue\n    return 0\n",
     ),
     # guards through a function that asks whether torch_xla is there
+    # diffusers' pipelines: a flag set by the library's check, tested in the loop
+    "diffusers.utils.is_torch_xla_available and its flag": (
+        "from diffusers.utils import is_torch_xla_available, logging\n\n"
+        "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n\n"
+        "    XLA_AVAILABLE = True\nelse:\n    XLA_AVAILABLE = False\n\n"
+        "logger = logging.get_logger(__name__)\n\n\n"
+        "def denoise(latents, steps):\n    for t in range(steps):\n"
+        "        latents = latents * 0.9\n        if XLA_AVAILABLE:\n            xm.mark_step()\n"
+        "    return latents\n\n\ndef on_xla():\n    return XLA_AVAILABLE\n",
+        "from diffusers.utils import logging\n\nXLA_AVAILABLE = True\n\n"
+        "logger = logging.get_logger(__name__)\n\n\n"
+        "def denoise(latents, steps):\n    for t in range(steps):\n"
+        "        latents = latents * 0.9\n    return latents\n\n\n"
+        "def on_xla():\n    return XLA_AVAILABLE\n",
+    ),
     # transformers' check, imported with another name the file still uses
     "transformers.utils.is_torch_xla_available": (
         "from transformers.utils import is_torch_xla_available, logging\n\n"

@@ -98,10 +98,13 @@ def rewrite_source(
     )
     # The rules with a site the rule pass left as it was: a side-effect import they need stays.
     left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
-    guard_names = frozenset(imported) | availability_flags(tree)
-    guard_names -= rebound(tree, guard_names)
     predicates = availability_predicates(tree, ruleset.get("NM198").match.predicates)
-    module = resolve_guards(module, guard_names, where.extents, rules.made_from, text, predicates)
+    flags = availability_flags(tree, predicates)
+    guard_names = frozenset(imported) | flags
+    guard_names -= rebound(tree, guard_names)
+    module = resolve_guards(
+        module, guard_names, where.extents, rules.made_from, text, predicates, flags
+    )
     printer = Printer(module)
     module = clean_imports(
         module,

@@ -19,7 +19,7 @@ from typing import Any
 
 import libcst as cst
 
-from neuron_migrate.rewrite.codemod.collapse import real_statements
+from neuron_migrate.rewrite.codemod.collapse import flag_set, real_statements
 from neuron_migrate.rewrite.codemod.imports import rebuild_import
 from neuron_migrate.rewrite.codemod.markers import TODO_PREFIX
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
@@ -38,8 +38,8 @@ def rebound(tree: ast.AST, names: frozenset[str]) -> frozenset[str]:
     assignment. A test of such a name may ask about something else."""
     allowed: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(map(is_torch_xla_import, node.body)):
-            clauses = [node.body, node.orelse, *(h.body for h in node.handlers)]
+        if isinstance(node, (ast.Try, ast.If)) and any(map(is_torch_xla_import, node.body)):
+            clauses = [node.body, node.orelse, *(h.body for h in getattr(node, "handlers", ()))]
             allowed.update(id(stmt) for clause in clauses for stmt in clause)
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -126,9 +126,20 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         made_from: dict[object, Extent],
         source: SourceText,
         predicates: frozenset[str] = frozenset(),
+        flags: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self.names = names | predicates
+        # `HAS_XLA = True` binds a flag, reads nothing: a branch may hold it and still be taken
+        self.settings = (
+            re.compile(
+                r"^[ \t]*(?:" + "|".join(map(re.escape, sorted(flags))) + r")[ \t]*=[ \t]*"
+                r"(?:True|False|None)[ \t]*$",
+                re.MULTILINE,
+            )
+            if flags
+            else None
+        )
         self.predicates = predicates
         self.extents = extents
         self.made_from = made_from
@@ -181,6 +192,8 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         import pass settles it wherever it stands)."""
         code = cst.Module(body=list(statements)).code  # type: ignore[arg-type]
         code = _TORCH_XLA_IMPORT.sub("", code)
+        if self.settings is not None:
+            code = self.settings.sub("", code)
         return not self.words.search(code)
 
     def _taken(
@@ -340,14 +353,19 @@ def resolve_guards(
     made_from: dict[object, Extent],
     source: SourceText,
     predicates: frozenset[str] = frozenset(),
+    flags: frozenset[str] = frozenset(),
 ) -> cst.Module:
     """`module` with each availability guard of `names` (the names torch_xla imports bind, and
-    the flags their `try` sets) that reads no torch_xla name in its torch_xla branch replaced
-    by that branch. Each node rebuilt is entered in `made_from` with its original's extent."""
+    the `flags` their `try` or `if` sets) or of `predicates` (the functions that ask) that reads
+    no torch_xla name in its torch_xla branch replaced by that branch. Each node rebuilt is
+    entered in `made_from` with its original's extent."""
     if not names and not predicates:
         return module
-    module = module.visit(GuardResolution(names, extents, made_from, source, predicates))
-    return drop_unused_predicates(module, predicates) if predicates else module
+    resolution = GuardResolution(names, extents, made_from, source, predicates, flags & names)
+    module = module.visit(resolution)
+    if not predicates:
+        return module
+    return drop_unused(module, predicates, flags & names)
 
 
 def _defines(stmt: cst.BaseStatement, name: str) -> bool:
@@ -378,19 +396,36 @@ def _without_alias(stmt: cst.BaseStatement, name: str) -> cst.BaseStatement | No
     return line.with_changes(body=[rebuilt])
 
 
-def drop_unused_predicates(module: cst.Module, predicates: frozenset[str]) -> cst.Module:
-    """`module` without the availability functions its resolved guards no longer call: a
-    function of its own that tried the import goes, and an imported one leaves its import."""
+def _sets_flag(stmt: cst.BaseStatement, name: str) -> cst.BaseStatement | None:
+    """A deleted placeholder for a top-level `name = True` (False, None), keeping its
+    comments; None for any other statement."""
+    if isinstance(stmt, OpaqueStatement) and not stmt.cut.import_line:
+        parsed = real_statements(stmt)
+        stmt = parsed[0] if len(parsed) == 1 else stmt
+    if flag_set(stmt) != name:
+        return None
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return deleted(stmt)
+
+
+def drop_unused(
+    module: cst.Module, predicates: frozenset[str], flags: frozenset[str]
+) -> cst.Module:
+    """`module` without the availability functions its resolved guards no longer call (a
+    function of its own that tried the import goes, an imported one leaves its import), and
+    without a top-level flag setting (`XLA_AVAILABLE = True`, from a resolved `if
+    is_torch_xla_available():`) nothing reads."""
     body = list(module.body)
     changed = False
-    for name in sorted(predicates):
+    for name in [*sorted(predicates), *sorted(flags)]:
         word = re.compile(rf"\b{re.escape(name)}\b")
         code = module.with_changes(body=body).code
         for k, stmt in enumerate(body):
-            if _defines(stmt, name):
-                replacement: cst.BaseStatement | None = deleted(
-                    cst.SimpleStatementLine(body=[cst.Pass()])
-                )
+            replacement: cst.BaseStatement | None
+            if name in flags:
+                replacement = _sets_flag(stmt, name)
+            elif _defines(stmt, name):
+                replacement = deleted(cst.SimpleStatementLine(body=[cst.Pass()]))
             else:
                 replacement = _without_alias(stmt, name)
             if replacement is None:

@@ -44,11 +44,20 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(k, ast.Name) and k.id in IMPORT_ERRORS for k in kinds)
 
 
-def availability_flags(tree: ast.AST) -> frozenset[str]:
+def availability_flags(tree: ast.AST, predicates: frozenset[str] = frozenset()) -> frozenset[str]:
     """The names a `try` around a torch_xla import sets True after it and False in its
-    `except ImportError:` (`HAS_XLA`), and that nothing else assigns."""
+    `except ImportError:` (`HAS_XLA`), or an `if` of one of `predicates` around one sets True
+    and False in its `else:` (`if is_torch_xla_available(): import ...; XLA_AVAILABLE = True`),
+    and that nothing else assigns."""
     found: set[str] = set()
     for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.If)
+            and _plain_test(node.test, frozenset(), predicates)
+            and not isinstance(node.test, ast.UnaryOp)
+            and any(map(is_torch_xla_import, node.body))
+        ):
+            found |= _flags_set(node.body, True) & _flags_set(node.orelse, False)
         if not isinstance(node, ast.Try) or not any(map(is_torch_xla_import, node.body)):
             continue
         true = _flags_set([*node.body, *node.orelse], True)
@@ -160,7 +169,7 @@ def settled_guarded_imports(tree: ast.Module, library: Iterable[str]) -> frozens
     `try`), or in a function of the module's own that tries the import and is only ever called
     as such a test. (A `try` around an import nothing read in the source never collapses.)"""
     predicates = availability_predicates(tree, library)
-    names = availability_flags(tree) | {
+    names = availability_flags(tree, predicates) | {
         (a.asname or a.name).split(".")[0]
         for node in ast.walk(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom)) and is_torch_xla_import(node)
