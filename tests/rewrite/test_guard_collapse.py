@@ -32,6 +32,15 @@ COLLAPSED = {
         "import warnings\nimport torch\n\nUSE_XLA = True\n\n\n"
         'def device(t):\n    print(USE_XLA)\n    return t.to(torch.device("neuron"))\n',
     ),
+    # a version-compat try: both sides become the same lambda, nothing can raise any more
+    "a version-compat try catching AttributeError too": (
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    import torch_xla.runtime as xr\n\n"
+        "    get_world = xr.world_size\nexcept (ImportError, AttributeError):\n"
+        "    get_world = xm.xrt_world_size\n",
+        "import os\nimport torch.distributed as dist\n\n"
+        "get_world = lambda: dist.get_world_size() if dist.is_initialized() "
+        'else int(os.environ.get("WORLD_SIZE", 1))\n',
+    ),
     "inside a function": (
         "def sync():\n    try:\n        import torch_xla.core.xla_model as xm\n"
         "    except ImportError:\n        return\n    xm.mark_step()\n",

@@ -9,7 +9,10 @@ nothing reads; a flag still read keeps the value that side gives it. The handler
 comment above a statement that goes moves to the next one.
 
 Only a `try` whose torch_xla side can raise nothing but the torch_xla import's error collapses:
-its blocks hold torch_xla imports, constant assignments and `pass`, and it has no `finally:`.
+its blocks hold torch_xla imports, constant assignments, lambdas bound to a name (a
+version-compat `try` catching `(ImportError, AttributeError)` around `_world = xr.world_size`,
+which the rewrite made a lambda on both sides) and `pass`, and it has no `finally:`. A lambda
+stays, read or not: it is the program's own function.
 A handler that binds a name the torch_xla side does not (`except ImportError: CPU_ONLY = True`)
 keeps the `try` when code still reads that name.
 """
@@ -60,8 +63,8 @@ def real_statements(stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
     return out
 
 
-def flag_set(stmt: cst.BaseStatement) -> str | None:
-    """`HAS_XLA` for `HAS_XLA = True` (a constant: True, False, None); None otherwise."""
+def _assignment(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """The name and value of a line that is one `name = value`; None for any other line."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
         return None
     small = stmt.body[0]
@@ -69,11 +72,25 @@ def flag_set(stmt: cst.BaseStatement) -> str | None:
         isinstance(small, cst.Assign)
         and len(small.targets) == 1
         and isinstance(small.targets[0].target, cst.Name)
-        and isinstance(small.value, cst.Name)
-        and small.value.value in _CONSTANTS
     ):
-        return small.targets[0].target.value
+        return small.targets[0].target.value, small.value
     return None
+
+
+def flag_set(stmt: cst.BaseStatement) -> str | None:
+    """`HAS_XLA` for `HAS_XLA = True` (a constant: True, False, None); None otherwise."""
+    found = _assignment(stmt)
+    if found is not None and isinstance(found[1], cst.Name) and found[1].value in _CONSTANTS:
+        return found[0]
+    return None
+
+
+def function_set(stmt: cst.BaseStatement) -> str | None:
+    """`_world` for `_world = lambda: ...`: binding a lambda raises nothing (its body runs only
+    when called), so such a line (a rank or world-size function the rewrite made of
+    `xr.world_size`) cannot be what the handler catches; None otherwise."""
+    found = _assignment(stmt)
+    return found[0] if found is not None and isinstance(found[1], cst.Lambda) else None
 
 
 def _is_pass(stmt: cst.BaseStatement) -> bool:
@@ -128,9 +145,9 @@ def collapsible(
     imports = [stmt for stmt in side if import_line(stmt)]
     if not imports or not all(map(removed, imports)):
         return False
-    if not all(s in imports or flag_set(s) or _is_pass(s) for s in side):
+    if not all(s in imports or flag_set(s) or function_set(s) or _is_pass(s) for s in side):
         return False
-    kept = {flag_set(s) for s in side} - {None}
+    kept = {flag_set(s) or function_set(s) for s in side} - {None}
     handlers = _bound(
         [s for h in node.handlers for b in _block(h.body) for s in real_statements(b)]
     )
@@ -143,7 +160,11 @@ def collapsed(node: cst.Try, read: Callable[[str], bool]) -> list[cst.BaseStatem
     out: list[cst.BaseStatement] = []
     for stmt in _side(node):
         name = flag_set(stmt)
-        if isinstance(stmt, DeletedStatement) or (name is not None and read(name)):
+        if (
+            isinstance(stmt, DeletedStatement)
+            or (name is not None and read(name))
+            or function_set(stmt) is not None
+        ):
             out.append(stmt)
         else:
             assert isinstance(stmt, cst.SimpleStatementLine)
