@@ -170,3 +170,43 @@ def test_a_declined_call_says_why() -> None:
     fixable = {(f.line, f.code) for f in findings if f.fixable}
     assert {(11, "NM501"), (16, "NM304"), (18, "NM301"), (24, "NM303")} <= fixable
     assert {(30, "NM502"), (35, "NM306"), (37, "NM305")} <= fixable
+
+
+STEP_SCOPES = """\
+import torch_xla
+
+
+def train(model, loader):
+    for x in loader:
+        with torch_xla.step() as step:
+            model(x)
+        with torch_xla.step():
+            model(x)
+    scope = torch_xla.step()
+    return scope
+"""
+
+
+def test_a_step_scope_bound_or_kept_is_not_fixable() -> None:
+    findings = analyze_source(STEP_SCOPES, "x.py", _context()).findings
+    fixable = {f.line: f.fixable for f in findings if f.code == "NM105"}
+    assert fixable == {6: False, 8: True, 10: False}
+    assert disagreements(STEP_SCOPES) == []
+
+
+CHAINED_LOADERS = """\
+import torch_xla.distributed.parallel_loader as pl
+
+
+def batches(loader, devices, where):
+    for x in pl.ParallelLoader(loader, devices).per_device_loader(*where):
+        yield x
+    for x in pl.ParallelLoader(loader, devices).per_device_loader(devices[0]):
+        yield x
+"""
+
+
+def test_a_chained_loader_whose_device_does_not_bind_is_not_fixable() -> None:
+    findings = analyze_source(CHAINED_LOADERS, "x.py", _context()).findings
+    assert {f.line: f.fixable for f in findings if f.code == "NM403"} == {5: False, 7: True}
+    assert disagreements(CHAINED_LOADERS) == []

@@ -457,10 +457,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             ruled = self.pending_with.pop(self.span_of(old.item), None)
             if ruled is None:
                 keep.append(new)
-            elif old.asname is not None:
-                self.mark(ruled, original)
-                keep.append(new)
-            else:
+            else:  # an item bound with `as` is declined (`declines`)
                 unwrapped.append(ruled)
         for ruled in unwrapped:
             self.record(ruled, "rewritten")

@@ -70,6 +70,7 @@ LOADER_OPTIONS = (
 )
 DEVICE_LOADER = ("loader", "device", *LOADER_OPTIONS)
 PARALLEL_LOADER = ("loader", "devices", *LOADER_OPTIONS)
+PER_DEVICE_LOADER = ("device",)
 SPAWN = ("fn", "args", "nprocs", "join", "daemon", "start_method")
 LAUNCH = ("fn", "args", "start_method", "debug_single_process")
 
@@ -87,6 +88,7 @@ REDUCE_SCATTER_OPS = frozenset({"SUM", "PRODUCT", "MIN", "MAX"})
 _REDUCE_CONSTANT = "torch_xla.core.xla_model.REDUCE_"
 
 _UNBOUND = "arguments the rewrite cannot match to the signature (unpacked or unknown)"
+_WITH = "rewritten only as a with item whose value is not bound (no `as`)"
 _UNPACKING = "a tuple of arguments with unpacked items: a person decides"
 _RESULT = "the result is used inside an expression or dropped: rewritten only as `y = ...`"
 
@@ -305,7 +307,12 @@ def device_loader(rule: Rule, site: Site) -> str:
 def parallel_loader(rule: Rule, site: Site) -> str:
     values = bind_site(site.call_args, PARALLEL_LOADER)
     ok = values is not None and "loader" in values and "devices" in values
-    return "" if ok else _UNBOUND
+    if not ok:
+        return _UNBOUND
+    if site.method == "per_device_loader":  # the chained form becomes one device loader
+        device = bind_site(site.method_args, PER_DEVICE_LOADER)
+        return "" if device is not None and "device" in device else _UNBOUND
+    return ""
 
 
 def spawn(rule: Rule, site: Site) -> str:
@@ -387,4 +394,5 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "parallel-loader": parallel_loader,
     "spawn": spawn,
     "helper-call": helper_call,
+    "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

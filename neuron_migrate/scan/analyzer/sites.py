@@ -117,8 +117,8 @@ class Site(NamedTuple):
     compiled: int = 0  # inside a region compiled for the neuron backend: the torch.compile line
     # ... compiled by another module of the project: where (`train.py:12`); "" in this module
     compiled_at: str = ""
-    # torch_xla calls that are a statement's value: the statement is alone on its line (not
-    # after `if c:`, no semicolon).
+    # torch_xla calls that are a simple statement's value: the statement is alone on its line
+    # (not after `if c:`, no semicolon).
     own_line: bool = False
     literal: bool = False  # idioms: the node is one plain string literal
     # Why `rewrite` leaves the site for a person, where its shape says so ("" when nothing does):
@@ -134,10 +134,15 @@ class Site(NamedTuple):
     # torch_xla calls: every argument, as the transforms read it.
     call_args: tuple[Arg, ...] = ()
     # torch_xla calls: the statement whose whole value the call is ("expression", "assignment"
-    # to one name or attribute, "return"), "" inside an expression or another statement.
+    # to one name or attribute, "return", "with" without `as`), "" inside an expression or
+    # another statement.
     statement: str = ""
     target: str = ""  # an "assignment": the source of its target
     in_fstring: bool = False  # torch_xla calls: inside an f-string's replacement field
+    # torch_xla calls whose value is the receiver of a method call (`pl.ParallelLoader(...)
+    # .per_device_loader(device)`): the method's name and arguments.
+    method: str = ""
+    method_args: tuple[Arg, ...] = ()
 
     @property
     def span(self) -> Span:
@@ -181,6 +186,8 @@ def _statement_of(call: ast.Call, parent: ast.AST | None) -> tuple[str, str]:
         return "expression", ""
     if isinstance(parent, ast.Return) and parent.value is call:
         return "return", ""
+    if isinstance(parent, ast.withitem) and parent.optional_vars is None:
+        return "with", ""  # `with call():`, its value not bound
     if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
         target = parent.targets[0]
         if isinstance(target, (ast.Name, ast.Attribute)):
@@ -474,9 +481,14 @@ class _SiteFinder:
             return fields
         fields["call_args"] = arguments_of(call, lambda node: self._qualname(node, scope))
         fields["in_fstring"] = self._in_fstring(call)
+        outer = self.model.parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
+        if isinstance(outer, ast.Call) and outer.func is parent:
+            assert isinstance(parent, ast.Attribute)
+            fields["method"] = parent.attr
+            fields["method_args"] = arguments_of(outer, lambda node: self._qualname(node, scope))
         statement, target = _statement_of(call, parent)
         fields["statement"], fields["target"] = statement, target
-        if statement:
+        if statement and statement != "with":
             fields["own_line"] = self.alone_on_line(call if discarded else parent)  # type: ignore[arg-type]
         return fields
 

@@ -19,7 +19,6 @@ from neuron_migrate.rewrite.codemod.targets import (
     statement,
 )
 from neuron_migrate.rewrite.codemod.templates import (
-    bind_arguments,
     bound_arguments,
     parenthesize,
     render,
@@ -178,9 +177,7 @@ def parallel_loader(t: CallTarget) -> cst.BaseExpression | None:
     loader, ctx = values["loader"], t.ctx  # the edit keeps no reference to `t`: no cycle
 
     def edit(chained: cst.Call) -> cst.BaseExpression:
-        device = bind_arguments(chained, ("device",))
-        if not device or "device" not in device:
-            return chained
+        device = bound_arguments(chained, declines.PER_DEVICE_LOADER)  # else declined
         return _device_loader(ctx, loader, device["device"])
 
     t.deferred.append((t.parents[-2], edit))
