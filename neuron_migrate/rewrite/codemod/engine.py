@@ -23,6 +23,7 @@ from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.analyzer.availability import availability_flags, availability_predicates
+from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.sites import find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
@@ -55,7 +56,7 @@ def rewrite_source(
     whose unsupported ops get markers (default: the newest)."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
-    sites = find_sites(source, tree)
+    sites = settle_meanings(find_sites(source, tree), ruleset)
     index = SiteIndex(sites, ruleset)
     if not index:
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))

@@ -12,6 +12,7 @@ from collections import Counter
 from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
 from neuron_migrate.scan.analyzer.fixability import fix_blocker, follower_blocker, needed_by
+from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
 from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
@@ -507,6 +508,7 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
     imports_torch = any(
         s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
     )
+    sites = settle_meanings(sites, ctx.rules)
     classifier = _Classifier(ctx, path, lines, imports_torch)
     classifier.xla_calls = {
         s.call_span: s
