@@ -200,23 +200,28 @@ def settled_guarded_imports(tree: ast.Module, library: Iterable[str]) -> frozens
             found.update(
                 n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
             )
-
-    def walk(body: Sequence[ast.stmt], in_try: bool) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.If) and not in_try and id(_test_of(stmt)) in tested:
-                found.update(s.lineno for s in [*stmt.body, *stmt.orelse] if is_torch_xla_import(s))
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner:
-                    nested = in_try or isinstance(stmt, ast.Try)
-                    if field == "handlers":
-                        for handler in inner:
-                            walk(handler.body, True)
-                    else:
-                        walk(inner, nested)
-
-    walk(tree.body, False)
+    _guarded_import_lines(tree.body, False, tested, found)
     return frozenset(found)
+
+
+def _guarded_import_lines(
+    body: Sequence[ast.stmt], in_try: bool, tested: set[int], found: set[int]
+) -> None:
+    """Add to `found` the torch_xla imports in the branches of the `if`s whose test is in
+    `tested`, outside any `try`. (A module function: a nested one that calls itself holds a
+    reference cycle that outlives each file's analysis.)"""
+    for stmt in body:
+        if isinstance(stmt, ast.If) and not in_try and id(_test_of(stmt)) in tested:
+            found.update(s.lineno for s in [*stmt.body, *stmt.orelse] if is_torch_xla_import(s))
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner:
+                nested = in_try or isinstance(stmt, ast.Try)
+                if field == "handlers":
+                    for handler in inner:
+                        _guarded_import_lines(handler.body, True, tested, found)
+                else:
+                    _guarded_import_lines(inner, nested, tested, found)
 
 
 def _test_of(node: ast.If) -> ast.expr:
