@@ -100,6 +100,8 @@ def _guard(
         and all(arg.keyword is not None for arg in test.args)
     ):
         return True
+    if _feature_test(test, names):
+        return True
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _guard(test.expression, names, predicates)
         return None if inner is None else not inner
@@ -116,6 +118,44 @@ def _guard(
             if isinstance(target.operator, cst.Is):
                 return False
     return None
+
+
+def _feature_test(test: cst.BaseExpression, names: frozenset[str]) -> bool:
+    """`hasattr(torch_xla, "launch")`: a test of the torch_xla version. Its first arm is the
+    newer API's, and on the device the migrated newer arm is the one to run."""
+    if not (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "hasattr"
+        and len(test.args) == 2
+        and all(arg.keyword is None and arg.star == "" for arg in test.args)
+    ):
+        return False
+    module, attribute = test.args[0].value, test.args[1].value
+    return (
+        isinstance(module, cst.Name)
+        and module.value in names
+        and isinstance(attribute, cst.SimpleString)
+    )
+
+
+class _FeatureArms(cst.CSTTransformer):
+    """`A if hasattr(torch_xla, "device") else B` in one statement, as A once A reads none of
+    the torch_xla names."""
+
+    def __init__(self, names: frozenset[str], words: re.Pattern[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.words = words
+
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        if not _feature_test(updated.test, self.names):
+            return updated
+        if self.words.search(cst.Module(body=[]).code_for_node(updated.body)):
+            return updated
+        return updated.body.with_changes(
+            lpar=[*updated.lpar, *updated.body.lpar], rpar=[*updated.body.rpar, *updated.rpar]
+        )
 
 
 class GuardResolution(StatementCleanup, PrunedTransformer):
@@ -160,6 +200,15 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
             and kind not in EXPRESSIONS
             and self.mentions.within(self.extents.get(node) or self.made_from.get(node))
         )
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        if "hasattr" not in cst.Module(body=[]).code_for_node(updated):
+            return updated
+        resolved = updated.visit(_FeatureArms(self.names, self.words))
+        assert isinstance(resolved, cst.SimpleStatementLine)
+        return resolved
 
     def visit_If(self, node: cst.If) -> None:
         if isinstance(node.orelse, cst.If):

@@ -420,7 +420,29 @@ def _is_test(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]
     """Whether a bare module name is only tested (`xr is None`, `if xr:`, `not xr`, `xr and
     ...`) rather than handed on as a value (`f(xm)`, `_XM = xm`, `m = xm or fallback`) that
     code then calls into."""
-    return isinstance(parent, ast.Compare) or _truth_tested(name, parent, parents)
+    return (
+        isinstance(parent, ast.Compare)
+        or _truth_tested(name, parent, parents)
+        or _feature_tested(name, parent, parents)
+    )
+
+
+def _feature_tested(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+    """Whether `name` is the module of a feature test of the torch_xla version that is only
+    truth-tested: `if hasattr(torch_xla, "launch"):`, `A if hasattr(torch_xla, "device") else B`.
+    On the device the test asks nothing the migrated arms do not settle (the guard pass takes
+    the newer arm)."""
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "hasattr"
+        and len(parent.args) == 2
+        and not parent.keywords
+        and parent.args[0] is name
+        and isinstance(parent.args[1], ast.Constant)
+        and isinstance(parent.args[1].value, str)
+        and _truth_tested(parent, parents.get(id(parent)), parents)
+    )
 
 
 def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
