@@ -196,3 +196,30 @@ def test_an_optimizer_step_whose_graph_ops_are_refused_is_a_compile_refusal(
     assert [(f.code, f.status) for f in found] == [("NM943", "unsupported")]
     assert "aten::_foreach_addcmul.Scalar" in found[0].message
     assert "aten::_foreach_neg" in found[0].message
+
+
+def test_a_compile_under_a_condition_leaves_the_function_eager(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        import sys
+        import torch
+
+
+        def rank(x):
+            return torch.sort(x).values
+
+
+        if "--compile" in sys.argv:
+            rank = torch.compile(rank, dynamic=False)
+
+        if __name__ == "__main__":
+            fast = torch.compile(rank, dynamic=False)
+        """
+    )
+    path = tmp_path / "m.py"
+    path.write_text(source.replace("fast = torch.compile(rank, dynamic=False)", "fast = rank"))
+    eager = api.scan(path, jobs=1, use_cache=False, fail_on=("none",))
+    assert [f.status for f in eager.findings if f.line == 6] == ["cpu_fallback"]
+    path.write_text(source)  # a script's main guard is no condition
+    compiled = api.scan(path, jobs=1, use_cache=False, fail_on=("none",))
+    assert [f.status for f in compiled.findings if f.line == 6] == ["native"]

@@ -97,3 +97,24 @@ def test_an_edit_of_the_compiling_file_changes_the_compiled_file_s_findings_in_t
     third = api.scan(root, jobs=1, cache_dir=cache, fail_on=("none",))
     assert _codes(third) == _codes(first)
     assert third.files_cached == third.files_analyzed  # each answer was in the cache
+
+
+def test_a_compile_under_a_condition_leaves_the_code_eager(tmp_path: Path) -> None:
+    """`if args.compile: model = torch.compile(model)`: the code runs eagerly unless the flag is
+    given, so its ops keep their eager statuses (a run without the flag confirms them)."""
+    train = textwrap.dedent(
+        """\
+        import sys
+        import torch
+        from pkg.model import Net, squash
+
+        model = Net().to("neuron")
+        if "--compile" in sys.argv:
+            model = torch.compile(model, backend="neuron", dynamic=False)
+        fast = torch.compile(squash, dynamic=False)
+        """
+    )
+    report = api.scan(_tree(tmp_path, train), jobs=1, use_cache=False, fail_on=("none",))
+    codes = _codes(report)
+    assert codes[11] != "NM943"  # Net.forward: compiled only with --compile
+    assert codes[15] == "NM943"  # squash: always compiled

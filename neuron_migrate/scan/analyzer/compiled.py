@@ -41,7 +41,7 @@ def compiled_regions(
     """The compiled regions of a module (call only when it names `torch.compile`)."""
     regions: list[Region] = []
     for call, _ in model.calls:
-        if qualname_of(call.func) != _COMPILE or not _neuron_backend(call):
+        if not _compiles_for_neuron(model, qualname_of, call):
             continue
         parent = model.parents.get(id(call))
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and call in (
@@ -66,6 +66,44 @@ def compiled_regions(
         ):
             regions.append(_body(parent, node.lineno))
     return regions
+
+
+def _compiles_for_neuron(
+    model: NameModel, qualname_of: Callable[[ast.expr], str | None], call: ast.Call
+) -> bool:
+    """A `torch.compile` call for the neuron backend that runs whenever its code runs: one
+    under a condition (`if args.compile:`) leaves the code eager unless the condition holds,
+    and a run without it runs the code eagerly."""
+    return (
+        qualname_of(call.func) == _COMPILE
+        and _neuron_backend(call)
+        and not _conditional(model, call)
+    )
+
+
+_CONDITIONS = (ast.If, ast.IfExp, ast.While, ast.Match, ast.ExceptHandler)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _conditional(model: NameModel, node: ast.AST) -> bool:
+    """Whether `node` runs only under a condition of its function (or module); the
+    `if __name__ == "__main__":` of a script is none."""
+    parent = model.parents.get(id(node))
+    while parent is not None and not isinstance(parent, _SCOPES):
+        if isinstance(parent, _CONDITIONS) and not _main_guard(parent):
+            return True
+        parent = model.parents.get(id(parent))
+    return False
+
+
+def _main_guard(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
 
 
 def _neuron_backend(call: ast.Call) -> bool:
@@ -123,7 +161,7 @@ def imported_compiles(
     """What compiles of this module reach in other modules (`Imported`), in source order."""
     found: dict[Imported, None] = {}
     for call, _ in model.calls:
-        if qualname_of(call.func) != _COMPILE or not _neuron_backend(call) or not call.args:
+        if not call.args or not _compiles_for_neuron(model, qualname_of, call):
             continue
         for target in _compiled_values(model, call.args[0]):
             name = _imported_name(model, qualname_of, target)
