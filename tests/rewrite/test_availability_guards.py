@@ -42,6 +42,15 @@ RESOLVED = {
         "        if xm: xm.mark_step(); continue\n        print(b)\n    return 0\n",
         "\ndef run(batches):\n    for b in batches:\n        continue\n    return 0\n",
     ),
+    # the head of an elif chain asks: its branch is taken, the chain's other questions go
+    "a chain headed by a guard": (
+        TRY_XLA + "def world():\n    if xm is not None:\n        size = xm.xrt_world_size()\n"
+        "    elif torch.distributed.is_initialized():\n"
+        "        size = torch.distributed.get_world_size()\n    else:\n        size = 1\n"
+        "    return max(1, size)\n",
+        "\ndef world():\n    size = dist.get_world_size() if dist.is_initialized() "
+        'else int(os.environ.get("WORLD_SIZE", 1))\n    return max(1, size)\n',
+    ),
     # guards through a function that asks whether torch_xla is there
     # diffusers' pipelines: a flag set by the library's check, tested in the loop
     "diffusers.utils.is_torch_xla_available and its flag": (

@@ -266,14 +266,23 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
     def leave_If(
         self, original: cst.If, updated: cst.If
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
-        if isinstance(updated.orelse, cst.If) or id(original) in self.elifs:
-            return updated  # an `elif` chain: more than one question
+        standing, self._standing = self._standing or original, None
+        if id(original) in self.elifs:
+            return updated  # a later question of a chain: the chain's head decides
+        if isinstance(updated.orelse, cst.If):
+            # `if is_torch_xla_available(): A elif ...: B`: a head that asks whether torch_xla
+            # is there takes A, the chain's other questions go; any other head stays
+            if _guard(updated.test, self.names, self.predicates) is not True:
+                return updated
+            if _header_comment(updated.body) or _chain_comment(updated.orelse):
+                return updated
+            body = _statements(updated.body)
+            return self._resolved(standing, updated, updated.test, body, None)
         if _header_comment(updated.body) or (
             updated.orelse is not None and _header_comment(updated.orelse.body)
         ):
             return updated  # a comment on a header line would be lost
         orelse = _statements(updated.orelse.body) if updated.orelse is not None else None
-        standing, self._standing = self._standing or original, None
         return self._resolved(standing, updated, updated.test, _statements(updated.body), orelse)
 
     def leave_OpaqueStatement(
@@ -296,10 +305,13 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         self, original: OpaqueCompound, updated: OpaqueCompound
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         texts = updated.headers.texts
-        if not texts[0].startswith("if") or len(texts) > 2:
+        if not texts[0].startswith("if"):
             return updated
-        if len(texts) == 2 and not re.fullmatch(r"else\s*:\s*\n?", texts[1]):
-            return updated
+        chain = len(texts) > 2 or (
+            len(texts) == 2 and not re.fullmatch(r"else\s*:\s*\n?", texts[1])
+        )
+        if chain and any("#" in text for text in texts[1:]):
+            return updated  # a comment on a header line of the chain would be lost
         try:
             parsed: cst.BaseStatement = updated.parse_headers().body[0]
         except cst.ParserSyntaxError:
@@ -309,6 +321,10 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
             parsed = parsed.body.body[0]
         if not isinstance(parsed, cst.If) or "#" in texts[0]:
             return updated  # a comment on the header line would be lost
+        if chain:  # as in `leave_If`: only a head that asks whether torch_xla is there
+            if _guard(parsed.test, self.names, self.predicates) is not True:
+                return updated
+            return self._resolved(original, updated, parsed.test, updated.bodies[0].body, None)
         orelse = updated.bodies[1].body if len(texts) == 2 else None
         return self._resolved(original, updated, parsed.test, updated.bodies[0].body, orelse)
 
@@ -368,6 +384,15 @@ def _ends_block(stmt: cst.BaseStatement) -> bool:
 def _unchanged(resolved: object, parsed: cst.If) -> bool:
     return isinstance(resolved, cst.If) and resolved.deep_equals(
         parsed.with_changes(leading_lines=resolved.leading_lines)
+    )
+
+
+def _chain_comment(clause: cst.If | cst.Else) -> bool:
+    """Whether a header of the `elif` / `else` clauses of a chain holds a comment."""
+    if _header_comment(clause.body):
+        return True
+    return (
+        isinstance(clause, cst.If) and clause.orelse is not None and _chain_comment(clause.orelse)
     )
 
 
