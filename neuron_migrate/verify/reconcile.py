@@ -3,8 +3,8 @@
 Each static finding about an op, a dtype, a namespace or a memory format gets one verdict:
 
 - confirmed: the run reached the predicted aten ops from that source line (or, for an nn module
-  or an optimizer, from that file: an op whose user frames include the file, where the op was
-  called or a line that called into the code that called it) with the predicted status;
+  or an optimizer, from that file: called there, or through a line of it that called into other
+  user code and names the object, `utils.step(model, criterion)`) with the predicted status;
 - contradicted: they ran with another status; the reason says which ops ran and how;
 - not exercised: the run never executed that line (or never ran that module's ops).
 
@@ -26,6 +26,7 @@ from typing import Any
 from neuron_migrate.api import ScanReport
 from neuron_migrate.scan.analyzer.overloads import DEPENDS
 from neuron_migrate.scan.findings import Finding
+from neuron_migrate.verify.bindings import Bindings
 
 VERIFIABLE_CATEGORIES = frozenset({"op", "dtype", "namespace", "memory_format", "compile"})
 _RANK = {"native": 0, "cpu_fallback": 1, "unsupported": 2}
@@ -133,11 +134,13 @@ class _RunIndex:
     ops_at: dict[Location, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     counts: dict[tuple[Location, str], int] = field(default_factory=lambda: defaultdict(int))
     ops_anywhere: dict[str, str] = field(default_factory=dict)  # base op -> worst status
-    # file -> base op -> worst status, for ops with a user frame in that file: where they were
-    # called, or a line that called into the code that called them (the trace's `callers`)
+    # file -> base op -> worst status, for ops whose innermost user frame is in that file
     ops_in_file: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
-    # (file, base op) -> the lines of that file that called into the code that ran the op
-    through: dict[tuple[str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
+    # (file, base op) -> line -> worst status, for the lines of that file that called into the
+    # user code that called the op (the trace's `callers`)
+    through: dict[tuple[str, str], dict[int, str]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
     downcasts_at: set[Location] = field(default_factory=set)
     refusals_at: dict[Location, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -156,13 +159,13 @@ class _RunIndex:
                     index.ops_at[where][op] = status
                     index.counts[(where, op)] += count
                     _add_status(index.ops_in_file[where[0]], base, status)
-            # A line that called into other code ran none of these ops itself: it counts for
-            # its file, never for its line.
+            # A line that called into other code ran none of these ops itself: it never counts
+            # for its line's findings, only for the objects it hands over (`module`).
             for location in entry.get("callers") or {}:
                 where = _parse_location(location, cwd)
                 if where is not None:
-                    _add_status(index.ops_in_file[where[0]], base, status)
-                    index.through[(where[0], base)].add(where[1])
+                    lines = index.through[(where[0], base)]
+                    lines[where[1]] = _worst([status, lines.get(where[1], status)])
         for entry in trace.get("downcasts", []):
             for location in _op_locations(entry):
                 where = _parse_location(location, cwd)
@@ -199,6 +202,7 @@ class _Reconciler:
         if self.root.is_file():
             self.root = self.root.parent
         self.index = _RunIndex.build(trace, cwd)
+        self.bindings = Bindings()
         self.predicted: dict[Location, set[str]] = defaultdict(set)  # base ops per line
         # Ops a finding on the line was reconciled through (its API's decomposition), per line.
         self.decomposed: dict[Location, set[str]] = defaultdict(set)
@@ -278,8 +282,12 @@ class _Reconciler:
         # never imported would find its ops too. Other code runs the same common ops, so only
         # the ops that give the finding its status (its fallback or unsupported ops) confirm it.
         file = self.where(finding)[0]
-        in_file = self.index.ops_in_file.get(file, {})
+        in_file = dict(self.index.ops_in_file.get(file, {}))
         wanted = {_base(op) for op in finding.aten}
+        through = self.handed_over(finding, file, wanted)
+        for base, lines in through.items():
+            for status in lines.values():
+                _add_status(in_file, base, status)
         ran = {base: in_file[base] for base in wanted if base in in_file}
         if not ran:
             elsewhere = sorted(base for base in wanted if base in self.index.ops_anywhere)
@@ -302,11 +310,28 @@ class _Reconciler:
             )
         ops = tuple(sorted(decisive))
         reason = f"its ops ran where it was used ({finding.status}): {', '.join(ops)}"
-        lines = sorted({n for op in ops for n in self.index.through.get((file, op), ())})
-        if lines:
-            shown = ", ".join(f"{finding.path}:{n}" for n in lines)
+        calling = sorted({n for op in ops for n in through.get(op, ())})
+        if calling:
+            shown = ", ".join(f"{finding.path}:{n}" for n in calling)
             reason += f", through {shown} (calls into other code)"
         return Reconciled(finding, "confirmed", finding.status, reason, ops)
+
+    def handed_over(
+        self, finding: Finding, file: str, wanted: set[str]
+    ) -> dict[str, dict[int, str]]:
+        """Base op -> {line: status} for the lines of the finding's file that called into other
+        user code which ran the op, and that hand the finding's object over: the line that
+        builds it, or a statement naming what it is bound to. (The main script calls into
+        every op of a run: its file alone says nothing.)"""
+        name = self.bindings.bound_name(file, finding.line)
+        out: dict[str, dict[int, str]] = {}
+        for base in wanted:
+            for line, status in self.index.through.get((file, base), {}).items():
+                if line == finding.line or (
+                    name is not None and name in self.bindings.names_on(file, line)
+                ):
+                    out.setdefault(base, {})[line] = status
+        return out
 
     def dtype(self, finding: Finding) -> Reconciled:
         where = self.where(finding)

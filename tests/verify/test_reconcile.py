@@ -31,6 +31,12 @@ def _op(op: str, status: str, *lines: int, count: int = 1) -> dict[str, Any]:
             "locations": {f"m.py:{line}": count for line in lines}}  # fmt: skip
 
 
+def _called(op: str, status: str, location: str, caller: str) -> dict[str, Any]:
+    """An op called once at `location`, inside user code that `caller` called."""
+    return {"op": op, "status": status, "count": 1, "locations": {location: 1},
+            "callers": {caller: 1}}  # fmt: skip
+
+
 def _verdicts(tmp_path: Path, trace: dict[str, Any]) -> dict[str, tuple[str, str]]:
     (tmp_path / "m.py").write_text(SOURCE)
     scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
@@ -183,12 +189,10 @@ def test_a_module_is_confirmed_by_ops_a_helper_in_another_file_ran_for_it(tmp_pa
     # steps.shifted, whose line 7 runs abs.
     trace = _trace(
         [
-            {"op": "aten::mse_loss", "status": "cpu_fallback", "count": 1,
-             "locations": {"steps.py:3": 1}, "callers": {"train.py:7": 1}},
-            {"op": "aten::abs", "status": "native", "count": 1,
-             "locations": {"steps.py:7": 1}, "callers": {"train.py:8": 1}},
+            _called("aten::mse_loss", "cpu_fallback", "steps.py:3", "train.py:7"),
+            _called("aten::abs", "native", "steps.py:7", "train.py:8"),
         ]
-    )  # fmt: skip
+    )
     report = reconcile(scan, trace, cwd=tmp_path)
     items = {(i.finding.path, i.finding.api): i for i in report.items}
     criterion = items[("train.py", "torch.nn.MSELoss")]
@@ -221,3 +225,39 @@ def test_a_compile_failure_is_reconciled_from_its_record_whatever_its_message(
     assert item.finding.category == "compile"
     assert item.verdict == "confirmed" and "aten::quantize_per_tensor" in item.reason
     assert report.run_failure is None  # it failed where the report said it would
+
+
+def test_a_line_that_called_into_other_code_confirms_only_the_objects_it_names(
+    tmp_path: Path,
+) -> None:
+    # train.py's main code is a caller of every op of the run: a module or optimizer built
+    # there is confirmed through a calling line only when that line hands it over.
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport steps\n\n"
+        'model = torch.nn.Linear(4, 1).to("neuron")\n'
+        "criterion = torch.nn.MSELoss()\n"
+        "optimizer = torch.optim.Adam(model.parameters())\n"
+        'x = torch.ones(8, 4, device="neuron")\n'
+        "penalty = steps.prior(model)\n"  # line 8: the optimizer is not handed over
+        "loss = steps.loss_of(model,\n"  # line 9: a call over two lines
+        "                     criterion, x)\n"
+    )
+    (tmp_path / "steps.py").write_text(
+        "import torch\n\n\ndef prior(model):\n"
+        "    return sum(torch.zeros_like(p).sum() for p in model.parameters())\n\n\n"
+        "def loss_of(model, criterion, x):\n    return criterion(model(x), x[:, :1])\n"
+    )
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    adam = next(f for f in scan.findings if f.api == "torch.optim.Adam")
+    assert "aten::zeros_like" in adam.aten  # a common op: its state is made with it
+    trace = _trace(
+        [
+            _called("aten::zeros_like", "native", "steps.py:5", "train.py:8"),
+            _called("aten::mse_loss", "cpu_fallback", "steps.py:9", "train.py:9"),
+        ]
+    )
+    report = reconcile(scan, trace, cwd=tmp_path)
+    items = {(i.finding.path, i.finding.api): i for i in report.items}
+    assert items[("train.py", "torch.optim.Adam")].verdict == "not_exercised"
+    criterion = items[("train.py", "torch.nn.MSELoss")]
+    assert criterion.verdict == "confirmed" and "train.py:9" in criterion.reason
