@@ -33,3 +33,16 @@ def test_an_expression_feature_test_keeps_its_parentheses():
     )
     new = rewrite_source(source).new
     assert new == 'import torch\n\nDEVICE = (torch.device("neuron"))\n'
+
+
+def test_a_name_only_in_a_comment_of_the_branch_reads_nothing():
+    source = (
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    import torch_xla\n"
+        "except ImportError:\n    torch_xla = None\n\n\ndef main(fn):\n"
+        "    if torch_xla is not None:\n        # the launcher that replaced xm's spawn\n"
+        "        fn()\n"
+    )
+    assert (
+        rewrite_source(source).new
+        == "def main(fn):\n    # the launcher that replaced xm's spawn\n    fn()\n"
+    )

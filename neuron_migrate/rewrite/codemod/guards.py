@@ -13,7 +13,9 @@ import it reads keeps its NM198 / NM100 marker.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -240,7 +242,7 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         """Whether the statements read none of the names (a torch_xla import binds one: the
         import pass settles it wherever it stands)."""
         code = cst.Module(body=list(statements)).code  # type: ignore[arg-type]
-        code = _TORCH_XLA_IMPORT.sub("", code)
+        code = _TORCH_XLA_IMPORT.sub("", _without_comments(code))
         if self.settings is not None:
             code = self.settings.sub("", code)
         return not self.words.search(code)
@@ -370,6 +372,23 @@ _TORCH_XLA_IMPORT = re.compile(
     r"|from[ \t]+torch_xla[\w.]*[ \t]+import[ \t]+\w+(?:[ \t]+as[ \t]+\w+)?)[ \t]*(?:#.*)?$",
     re.MULTILINE,
 )
+
+
+def _without_comments(code: str) -> str:
+    """`code` without its comments: a note the rewrite wrote ("... without xmp.spawn ...")
+    reads no name."""
+    if "#" not in code:
+        return code
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    lines = code.splitlines(keepends=True)
+    for token in reversed(tokens):
+        if token.type == tokenize.COMMENT:
+            (row, col), (_, end) = token.start, token.end
+            lines[row - 1] = lines[row - 1][:col] + lines[row - 1][end:]
+    return "".join(lines)
 
 
 def _ends_block(stmt: cst.BaseStatement) -> bool:
