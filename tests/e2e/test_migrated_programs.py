@@ -63,6 +63,7 @@ PROGRAMS_UNDER_TEST = [
     Program("modern_lm", "spawn"),
     Program("third_party_cifar", "spawn"),
     Program("portable_trainer", "torchrun", complete=True),
+    Program("version_compat", "spawn", complete=True),
 ]
 
 

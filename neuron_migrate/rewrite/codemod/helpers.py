@@ -36,6 +36,30 @@ def neuron_optimizer_step(optimizer, optimizer_args=None):
     return optimizer.step(**(optimizer_args or {}))
 '''
 
+_REDUCE_GRADIENTS = '''
+def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
+    """Average the gradients over the process group's ranks (xm.reduce_gradients)."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return
+    world_size = dist.get_world_size()
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    for grad in grads:
+        dist.all_reduce(grad)
+        grad.div_(world_size)
+'''
+
+_BROADCAST_MASTER_PARAM = '''
+def neuron_broadcast_master_param(model):
+    """Rank 0's parameters and buffers on every rank (xm.broadcast_master_param)."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return
+    with torch.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            dist.broadcast(tensor, src=0)
+'''
+
 _RENDEZVOUS = '''
 def neuron_rendezvous(payload=b"", ordinals=None, tag=None):
     """Every rank's payload, in rank order (xm.xla_rendezvous); a process alone gets its own."""
@@ -201,6 +225,8 @@ HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
         Helper("neuron_optimizer_step", _OPTIMIZER_STEP),
+        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS),
+        Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM),
         Helper("neuron_rendezvous", _RENDEZVOUS),
         Helper("NeuronSerialExecutor", _SERIAL_EXECUTOR, ("os", "torch")),
         Helper("NeuronRateTracker", _RATE_TRACKER, ("os", "time")),

@@ -337,7 +337,8 @@ def spawn_signature(site: Site) -> tuple[str, ...]:
 
 def helper_call(rule: Rule, site: Site) -> str:
     """The signature a helper call must fit (its rule's `params`, or `NAME.params` for one
-    function), and a `NAME.false_only` parameter the device has no feature for."""
+    function), and a `NAME.false_only` / `NAME.none_only` parameter the device has no feature
+    for (`groups=` replica subgroups)."""
     rewrite = rule.rewrite
     assert rewrite is not None
     called = (site.qualname or "").rpartition(".")[2]
@@ -348,10 +349,16 @@ def helper_call(rule: Rule, site: Site) -> str:
     values = bind_site(site.call_args, params)
     if values is None:
         return _UNBOUND
-    unwanted = values.get(rewrite.option(f"{called}.false_only") or "")
-    if unwanted is not None and not unwanted.is_literal("False"):
-        return "a feature the device lacks is asked for: a person decides"
+    for option, literal in ONLY_LITERALS.items():
+        unwanted = values.get(rewrite.option(f"{called}.{option}") or "")
+        if unwanted is not None and not unwanted.is_literal(literal):
+            return "a feature the device lacks is asked for: a person decides"
     return ""
+
+
+# A helper call's `NAME.false_only` / `NAME.none_only` parameter: rewritten only where the
+# argument is absent or this literal (`write_xla_metrics=False`, `groups=None`), and dropped.
+ONLY_LITERALS = {"false_only": "False", "none_only": "None"}
 
 
 def template(rule: Rule, site: Site) -> str:

@@ -8,6 +8,7 @@ import libcst as cst
 from neuron_migrate.rewrite.codemod.helpers import HELPERS, use_helper
 from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
 from neuron_migrate.rewrite.codemod.templates import bound_arguments, last_component
+from neuron_migrate.scan.analyzer.declines import ONLY_LITERALS
 
 
 @expression("helper-call")
@@ -15,9 +16,9 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     """`xm.RateTracker(...)` -> `NeuronRateTracker(...)`. The rule's options name the helper,
     by the called function's last name or as `helper`; `params`, when given, is the signature
     the arguments must fit (anything else is marked). Per function, `NAME.params` is its own
-    signature (space-separated) and `NAME.false_only` a parameter whose feature the device
-    lacks: the call is rewritten only where that argument is absent or `False`, and it is
-    dropped."""
+    signature (space-separated) and `NAME.false_only` (`NAME.none_only`) a parameter whose
+    feature the device lacks: the call is rewritten only where that argument is absent or
+    `False` (`None`), and it is dropped."""
     rewrite = t.rule.rewrite
     assert rewrite is not None
     called = last_component(t.site.qualname or "")
@@ -29,9 +30,10 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     call = t.call
     if params:
         bound = bound_arguments(call, params)
-        unwanted = rewrite.option(f"{called}.false_only")
-        if unwanted in bound:  # False: another value is declined (`declines.helper_call`)
-            call = _without_argument(call, bound[unwanted])
+        for option in ONLY_LITERALS:
+            unwanted = rewrite.option(f"{called}.{option}")
+            if unwanted in bound:  # its literal: another value is declined (`declines`)
+                call = _without_argument(call, bound[unwanted])
     if not use_helper(t.ctx, name):
         return None
     return call.with_changes(func=cst.Name(name))

@@ -57,13 +57,24 @@ def _group():
 
 
 def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None):
+    reduce_gradients(optimizer)
+    return optimizer.step(**(optimizer_args or {}))
+
+
+def reduce_gradients(optimizer, groups=None, pin_layout=True):
     if _group():
         for group in optimizer.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     dist.all_reduce(p.grad)
                     p.grad.div_(xrt_world_size())
-    return optimizer.step(**(optimizer_args or {}))
+
+
+def broadcast_master_param(model):
+    if _group():
+        with torch.no_grad():
+            for p in model.parameters():
+                dist.broadcast(p, src=0)
 
 
 def rendezvous(tag, payload=b"", replicas=()):
