@@ -49,6 +49,17 @@ def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
         grad.div_(world_size)
 '''
 
+_ALL_GATHER = '''
+def neuron_all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
+    """Every rank's `value` concatenated along `dim`, in rank order (xm.all_gather)."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    parts = [torch.empty_like(value) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, value.contiguous())
+    return torch.cat(parts, dim=dim)
+'''
+
 _BROADCAST_MASTER_PARAM = '''
 def neuron_broadcast_master_param(model):
     """Rank 0's parameters and buffers on every rank (xm.broadcast_master_param)."""
@@ -227,6 +238,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_optimizer_step", _OPTIMIZER_STEP),
         Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS),
         Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM),
+        Helper("neuron_all_gather", _ALL_GATHER),
         Helper("neuron_rendezvous", _RENDEZVOUS),
         Helper("NeuronSerialExecutor", _SERIAL_EXECUTOR, ("os", "torch")),
         Helper("NeuronRateTracker", _RATE_TRACKER, ("os", "time")),

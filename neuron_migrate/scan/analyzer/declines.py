@@ -138,15 +138,20 @@ def all_reduce(rule: Rule, site: Site) -> str:
 
 
 def all_gather(rule: Rule, site: Site) -> str:
+    """Any value, in any expression: `y = xm.all_gather(name)` is gathered in place; any other
+    shape (`xm.all_gather(torch.cat(preds)).cpu()`) calls the helper `neuron_all_gather`."""
     values = bind_site(site.call_args, ALL_GATHER)
     if values is None or "value" not in values:
         return _UNBOUND
-    if reason := _groups(values, "groups", "output"):
-        return reason
-    value = values["value"]
-    if value.form != "name":
-        return "the value gathered is an expression the rewrite would evaluate twice"
-    return _result(site, value)
+    return _groups(values, "groups", "output")
+
+
+def gathers_in_place(site: Site) -> bool:
+    """Whether an `xm.all_gather` is written out in place (`y = ...` of a plain name, not its
+    own input), rather than through the helper: the value is read twice there."""
+    values = bind_site(site.call_args, ALL_GATHER)
+    value = values.get("value") if values is not None else None
+    return value is not None and value.form == "name" and not _result(site, value)
 
 
 def reduce_scatter(rule: Rule, site: Site) -> str:

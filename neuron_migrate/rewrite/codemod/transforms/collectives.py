@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import (
     CallTarget,
     NewStatement,
@@ -24,6 +25,7 @@ from neuron_migrate.scan.analyzer.declines import (
     MESH_REDUCE,
     REDUCE_OPS,
     REDUCE_SCATTER,
+    gathers_in_place,
 )
 
 
@@ -91,9 +93,23 @@ def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
     return [*_small(render_statements(text, t.ctx, holes)), *tail]
 
 
+@expression("all-gather")
+def all_gather_call(t: CallTarget) -> cst.BaseExpression | None:
+    """xm.all_gather(...) anywhere else -> neuron_all_gather(...), a helper of the same
+    signature added to the file (the value is evaluated once)."""
+    if not use_helper(t.ctx, "neuron_all_gather"):
+        return None
+    return t.call.with_changes(func=cst.Name("neuron_all_gather"))
+
+
 @statement("all-gather")
 def all_gather(t: StatementTarget) -> list[NewStatement] | None:
-    """y = xm.all_gather(value, dim=0) -> gather into a list of per-rank tensors, then cat."""
+    """y = xm.all_gather(value, dim=0) -> gather into a list of per-rank tensors, then cat; any
+    other statement (an expression gathered, the result used in place) calls the helper."""
+    if not gathers_in_place(t.site):
+        assert t.small is not None
+        new = all_gather_call(t)
+        return None if new is None else [t.small.with_changes(value=new)]
     values = bound_arguments(t.call, ALL_GATHER)
     value = values["value"]  # a plain name: it is evaluated twice below
     name, tail = _result_name(t, "_gathered")

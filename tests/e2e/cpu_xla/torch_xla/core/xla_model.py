@@ -77,6 +77,14 @@ def broadcast_master_param(model):
                 dist.broadcast(p, src=0)
 
 
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
+    if not _group():
+        return value
+    parts = [torch.empty_like(value) for _ in range(xrt_world_size())]
+    dist.all_gather(parts, value.contiguous())
+    return torch.cat(parts, dim=dim)
+
+
 def rendezvous(tag, payload=b"", replicas=()):
     if _group():
         dist.barrier()
