@@ -33,6 +33,7 @@ _BOUNDARY_OPS = (
     "as_strided",
     "_local_scalar_dense",
     "set_.source_Tensor",
+    "record_stream",
 )
 
 _libraries: list[torch.library.Library] = []  # registrations live as long as these objects

@@ -55,16 +55,20 @@ class MemoryLedger:
 
     def refresh(self, elem: torch.Tensor) -> None:
         """After an op that may resize or replace `elem`'s storage (resize_, set_, out=)."""
-        storage = elem.untyped_storage()
+        if not self.resized(elem.untyped_storage()):
+            self.track(elem)
+
+    def resized(self, storage: torch.UntypedStorage) -> bool:
+        """Follow a counted storage's new size (`storage.resize_`); False if it is not counted."""
         key = id(storage)
         counted = self._held.get(key)
         if counted is None:
-            self.track(elem)
-            return
+            return False
         nbytes = storage.nbytes()
         if nbytes != counted:
             self._held[key] = nbytes
             self._grow(nbytes - counted)
+        return True
 
     def _grow(self, nbytes: int) -> None:
         self.allocated += nbytes

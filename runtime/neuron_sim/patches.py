@@ -19,6 +19,9 @@ def apply(native_engine: bool = False) -> None:
     _synchronize_is_a_no_op()
     if not native_engine:  # the native engine gives torch a pinned allocator
         _pinned_memory_is_pageable()
+        _fake_tensors_detach_on_meta()
+        _storage_resizes_are_counted()
+        _fakes_see_the_wrapper_storage()
     else:  # the Python engine's NeuronTensor formats its payload itself
         _printing_formats_the_host_memory()
     _parameters_move_by_swap()
@@ -44,6 +47,65 @@ def _synchronize_is_a_no_op() -> None:
         original(device)
 
     torch.accelerator.synchronize = synchronize
+
+
+def _fake_tensors_detach_on_meta() -> None:
+    """A FakeTensor of a neuron tensor (DTensor's sharding propagation, FSDP2) is made from a
+    meta tensor that carries the device's dispatch keys: `Tensor._make_subclass` detaches it,
+    which would reach the Python engine's PrivateUse1 `detach` kernel, and a tensor returned
+    from Python is already bound to a Python object, which `_make_subclass` refuses. With the
+    Meta key included, as torch's own fake kernels run, the detach is torch's C++ one."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    original = FakeTensor.__new__
+
+    def __new__(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        meta_included = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            return original(cls, *args, **kwargs)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_included)
+
+    FakeTensor.__new__ = __new__  # type: ignore[method-assign]
+
+
+def _storage_resizes_are_counted() -> None:
+    """A neuron tensor's storage is its host payload's (`NeuronTensor.untyped_storage`), which
+    FSDP resizes to free and reallocate a parameter's memory: the memory counters follow."""
+    from neuron_sim.memory import LEDGER
+
+    resize = torch._C.StorageBase.resize_  # type: ignore[attr-defined]
+
+    def resize_(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
+        resize(self, size)
+        LEDGER.resized(self)
+        return self
+
+    torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign,assignment]
+
+
+def _fakes_see_the_wrapper_storage() -> None:
+    """While torch.compile describes a neuron tensor to fake it, the wrapper answers with its own
+    storage (`NeuronTensor.untyped_storage`): the payload is faked on its own, and one storage for
+    both would make the fake wrapper alias its payload."""
+    from torch._subclasses.meta_utils import MetaTensorDescriber
+
+    from neuron_sim import tensor
+
+    original = MetaTensorDescriber.describe_tensor
+
+    @functools.wraps(original)
+    def describe_tensor(self: Any, t: torch.Tensor, **kwargs: Any) -> Any:
+        if tensor.describing_for_fakes:
+            return original(self, t, **kwargs)
+        tensor.describing_for_fakes = True
+        try:
+            return original(self, t, **kwargs)
+        finally:
+            tensor.describing_for_fakes = False
+
+    MetaTensorDescriber.describe_tensor = describe_tensor  # type: ignore[method-assign]
 
 
 def _pinned_memory_is_pageable() -> None:

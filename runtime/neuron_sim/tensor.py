@@ -69,6 +69,9 @@ _HOST_RESULTS = {
 }
 
 
+# Set while torch describes tensors to fake them (`patches._fakes_see_the_wrapper_storage`).
+describing_for_fakes = False
+
 _TENSOR_DATA = torch._C.TensorBase.__dict__["data"]  # the C getter and setter of `.data`
 
 
@@ -116,6 +119,16 @@ class NeuronTensor(torch.Tensor):
         text = "tensor(" + text.removeprefix(f"{type(self).__name__}(")  # as a plain tensor prints
         return f"Parameter containing:\n{text}" if getattr(self, "_is_param", False) else text
 
+    def untyped_storage(self) -> torch.UntypedStorage:
+        """The device memory is the payload's: FSDP frees and reallocates a parameter's memory
+        by resizing it, and tells shared memory by its `data_ptr()` (the wrapper's own storage
+        has no data). Tracers keep the wrapper's own: they fake the payload separately, and a
+        shared storage would make the two alias."""
+        elem = self._elem
+        if type(elem) is _Tensor and not describing_for_fakes:
+            return elem.untyped_storage()
+        return _Tensor.untyped_storage(self)
+
     def __format__(self, format_spec: str) -> str:
         if self.dim() == 0:
             return self.item().__format__(format_spec)
@@ -141,6 +154,13 @@ class NeuronTensor(torch.Tensor):
         )
 
 
+# Ops whose kernel is Python code over the tensors themselves (a CompositeExplicitAutograd
+# custom op), which a device runs on its tensors before any backend kernel: they run on the
+# wrappers, unrecorded, as the native engine (and a real backend) never sees them. Functional
+# collectives wrap their results this way (`AsyncCollectiveTensor`, DTensor's TP).
+_RUN_ON_WRAPPERS = {"_c10d_functional::_wrap_tensor_autograd"}
+_PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+
 # Ops with nothing to do on the simulated device: it has one stream per core, and every op has
 # finished when it returns (torch has no CPU kernel for them).
 _NO_OP = {"aten::record_stream"}
@@ -157,6 +177,7 @@ class _Op:
         "call",
         "cpu_tensor_ok",
         "host_results",
+        "on_wrappers",
         "out_alias",
         "record",
         "refused",
@@ -167,6 +188,7 @@ class _Op:
 
     def __init__(self, func: OpOverload, record: OpRecord) -> None:
         name = record.name
+        self.on_wrappers = name in _RUN_ON_WRAPPERS
         # The C++ callable behind `OpOverload.__call__`, without its Python frame.
         self.call = _no_op if name in _NO_OP else func._op
         self.record = record
@@ -218,8 +240,18 @@ _OPS: dict[Any, _Op] = {}  # keyed by `OpOverload._op`: hashing an OpOverload ru
 
 def _describe(func: OpOverload) -> _Op:
     assert _policy is not None, "neuron_sim is not installed"
-    op = _OPS[func._op] = _Op(func, _policy.record_for(func.name()))
+    name = func.name()
+    if name in _RUN_ON_WRAPPERS:  # never recorded: a record of its own, out of the trace
+        record = OpRecord(name, "", None, None)
+    else:
+        record = _policy.record_for(name)
+    op = _OPS[func._op] = _Op(func, record)
     return op
+
+
+def _run_on_wrappers(func: OpOverload, args: tuple[Any, ...], kwargs: Any) -> Any:
+    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
+        return func(*args, **(kwargs or {}))
 
 
 def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> NeuronTensor:
@@ -334,6 +366,8 @@ def _torch_dispatch(
 ) -> Any:
     """Run `func` for neuron tensors: decide, record, unwrap, run on CPU, wrap."""
     op = _OPS.get(func._op) or _describe(func)
+    if op.on_wrappers:
+        return _run_on_wrappers(func, args, kwargs)
     tracing = _get_dispatch_mode(_FAKE_MODE_KEY) is not None
     if not tracing:  # while torch.compile traces, the graph check decides instead
         record = op.record
@@ -457,7 +491,7 @@ def _match_geometry(wrapper: NeuronTensor) -> None:
         meta_included = torch._C._meta_in_tls_dispatch_include()
         torch._C._set_meta_in_tls_dispatch_include(True)
         try:
-            _SET_STORAGE(wrapper, shell.untyped_storage(), offset, size, stride)
+            _SET_STORAGE(wrapper, _Tensor.untyped_storage(shell), offset, size, stride)
         finally:
             torch._C._set_meta_in_tls_dispatch_include(meta_included)
 

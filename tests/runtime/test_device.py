@@ -235,6 +235,28 @@ def test_memory_counters_follow_views_resize_and_out(sim_run) -> None:
         assert run.op(op)["count"] >= 1
 
 
+STORAGE_RESIZE = """
+import torch
+
+# FSDP frees a parameter's memory between uses, and gets it back, by resizing its storage.
+t = torch.zeros(1000, device="neuron")
+before = torch.neuron.memory_allocated()
+t.untyped_storage().resize_(0)
+assert torch.neuron.memory_allocated() == before - 4000, torch.neuron.memory_allocated()
+t.untyped_storage().resize_(4000)
+assert torch.neuron.memory_allocated() == before
+t.fill_(2.0)
+assert t.sum().item() == 2000.0 and t.device.type == "neuron"
+t._typed_storage()._resize_(0)  # FSDP1's way
+assert torch.neuron.memory_allocated() == before - 4000
+print("STORAGE_RESIZE_OK")
+"""
+
+
+def test_storage_resize_frees_and_reallocates_device_memory(sim_run) -> None:
+    sim_run(STORAGE_RESIZE).assert_finished("STORAGE_RESIZE_OK")
+
+
 TRAINING = """
 import torch, torch.nn as nn
 from torch.utils.checkpoint import checkpoint

@@ -20,13 +20,6 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("torch")
 
-# DTensor's sharding propagation makes FakeTensors with the device's dispatch keys, which a
-# Python backend cannot give a payload (`runtime/README.md`, "Known limits").
-python_engine_cannot = pytest.mark.skipif(
-    os.environ.get("NEURON_MIGRATE_SIM_ENGINE") == "python",
-    reason="DTensor and FSDP need the native engine (runtime/README.md, Known limits)",
-)
-
 _RANK_LINE = re.compile(r"rank=(\d) flavour=(\w+) checksum=(\S+)")
 
 
@@ -58,7 +51,6 @@ def _on_the_host(port: int, flavour: str) -> float:
     return _checksums(done.stdout)["0"]
 
 
-@python_engine_cannot
 @pytest.mark.parametrize(("flavour", "port"), [("fsdp2", 29641), ("fsdp1", 29643)])
 def test_fsdp_training_keeps_ranks_equal_and_matches_the_host(sim_run, flavour, port) -> None:
     run = sim_run(None, command=_torchrun(port, "fsdp_train.py", flavour))
@@ -72,7 +64,6 @@ def test_fsdp_training_keeps_ranks_equal_and_matches_the_host(sim_run, flavour, 
     assert run.op("c10d::_reduce_scatter_base_")["processes"] == 2
 
 
-@python_engine_cannot
 def test_dtensor_tensor_parallel_matches_the_whole_model(sim_run) -> None:
     run = sim_run(None, command=_torchrun(29645, "tp_train.py"))
     assert run.exit_code == 0, run.err
