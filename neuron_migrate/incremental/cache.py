@@ -96,7 +96,7 @@ class ResultCache:
         try:
             return _connected(path)
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, full: not damage
+            if not damaged(exc):
                 raise
             _discard(path)
             return _connected(path)
@@ -133,10 +133,10 @@ class ResultCache:
             )
             try:
                 entries = self._db.execute(query, chunk).fetchall()
-            except sqlite3.OperationalError:
-                raise
-            except sqlite3.DatabaseError:  # damaged: what is left is analysed again
-                self._rebuilt()
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                self._rebuilt()  # what is left is analysed again
                 return found
             for key, meta, name, checksum, at, length in entries:
                 payload = sealed.unsealed(meta, _place(key, name, at, length))
@@ -184,10 +184,10 @@ class ResultCache:
         with cache_errors(self._folder, "write"):
             try:
                 self._commit(pending)
-            except sqlite3.OperationalError:
-                raise
-            except sqlite3.DatabaseError:  # damaged since it was opened: start afresh
-                self._rebuilt()
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                self._rebuilt()  # damaged since it was opened: start afresh
                 self._commit(pending)
 
     def _commit(self, pending: list[tuple[str, bytes, bytes]]) -> None:
@@ -223,9 +223,9 @@ class ResultCache:
         try:
             row = self._db.execute("SELECT records FROM stat_indexes WHERE name = ?", (name,))
             found = row.fetchone()
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
             self._rebuilt()
             return None
         payload = sealed.unsealed(found[0], name.encode()) if found else None
@@ -252,6 +252,15 @@ class ResultCache:
                     pass
         finally:
             self._db.close()
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether an error says the database is damaged rather than busy. An OperationalError is
+    a lock, a read-only file or a full disk, which rebuilding would not mend, except a text
+    value that is not UTF-8: bytes overwritten inside a row."""
+    import sqlite3
+
+    return not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
 
 
 def _connected(path: Path) -> sqlite3.Connection:

@@ -240,6 +240,21 @@ def test_a_truncated_database_is_discarded_and_rebuilt(
     assert count > 0
 
 
+def test_a_stored_name_that_is_not_utf8_is_damage_not_a_busy_database(
+    tmp_path: Path, plain: tuple[Path, dict]
+) -> None:
+    """A byte overwritten inside a text value makes SQLite raise an OperationalError (as it does
+    for a lock or a full disk) that says the text cannot be decoded: the database is damaged."""
+    tree, expected = plain
+    cache = tmp_path / "cache"
+    _primed(tree, cache)
+    (db,) = cache.glob("scan-results-*.sqlite")
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE segments SET name = CAST(X'726f7773ff2e62696e' AS TEXT)")
+    for form in ("json", "terminal"):
+        assert _scan(tree, form, "--cache-dir", str(cache)) == expected[form], form
+
+
 def test_a_read_only_cache_is_read_without_writing_and_said_once(
     tmp_path: Path, plain: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch
 ) -> None:
