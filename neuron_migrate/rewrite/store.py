@@ -13,7 +13,7 @@ pair; a rewrite reads no other data, and not the file's path).
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from neuron_migrate import __version__
+from neuron_migrate.code_identity import code_identity
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.resources import digest_yaml, matrix_dir, rules_dir
 from neuron_migrate.rewrite.codemod.results import Outcome
@@ -30,7 +30,7 @@ class CachedRewrite(NamedTuple):
 def settings_digest(unsafe: bool, rules: Path | None = None, target: str | None = None) -> str:
     """A digest of what a rewrite depends on besides the file. `target`: the matrix version a
     rewrite pins and marks against (None: the newest, whichever the matrices say it is)."""
-    settings = f"{__version__}\0unsafe={unsafe}\0diff={diff_format}\0target={target}"
+    settings = f"{code_identity()}\0unsafe={unsafe}\0diff={diff_format}\0target={target}"
     digest = cache_digest(settings.encode())
     digest_yaml(digest, rules or rules_dir())
     digest_yaml(digest, matrix_dir())  # a dependency file's pins name the target matrix's pair

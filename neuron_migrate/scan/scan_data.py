@@ -3,9 +3,10 @@ digest, which every cached result is keyed by.
 
 Reading the YAML files and checking them costs about 0.2 s, more than a whole re-scan that the
 result cache answers. So the loaded data is also kept as one pickle beside the result cache,
-named by the digest: it loads in a few milliseconds, and an edited rule or matrix (or another
-tool version) has another digest, so a stale copy is never read. The pickle starts with a
-`DataHeader`, all a report needs when no file is analysed: reading it imports nothing. Both
+named by the digest: it loads in a few milliseconds, and an edited rule or matrix (or other
+code of the tool, `code_identity`) has another digest, so a stale copy is never read. The
+pickle starts with a `DataHeader`, all a report needs when no file is analysed: reading it
+imports nothing. Both
 parts are sealed (`incremental.sealed`): read as data only, and checked by a checksum.
 """
 
@@ -16,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from neuron_migrate import __version__
+from neuron_migrate.code_identity import code_identity
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.resources import digest_yaml, matrix_dir, rules_dir
 
@@ -50,7 +51,7 @@ class DataHeader(NamedTuple):
 @lru_cache(maxsize=4)
 def config_digest(target: str) -> str:
     """A digest of everything besides the file that a result depends on."""
-    digest = cache_digest(__version__.encode() + b"\0" + target.encode())
+    digest = cache_digest(code_identity().encode() + b"\0" + target.encode())
     for folder in (rules_dir(), matrix_dir()):
         digest_yaml(digest, folder)
     return digest.hexdigest()
