@@ -153,17 +153,31 @@ def test_the_root_lists_each_command_with_the_line_the_command_itself_gives() ->
         assert command.get_short_help_str(limit=200) == root.short_help_of(name)
 
 
-def test_top_level_help_loads_no_command_module() -> None:
+def test_top_level_help_loads_neither_typer_nor_a_command_module() -> None:
     code = (
         "import sys\n"
         "from neuron_migrate.cli import exit_code\n"
         "assert exit_code(['--help']) == 0\n"
         "print(sorted(m for m in sys.modules if m.startswith('neuron_migrate.cli.')))\n"
+        "print('typer' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = done.stdout.strip().splitlines()[-1]
-    assert loaded == "['neuron_migrate.cli.app', 'neuron_migrate.cli.help']"
-    assert "scan" in done.stdout and "Commands" in done.stdout  # the listing was drawn
+    *page, loaded, typer_loaded = done.stdout.strip().splitlines()
+    assert loaded == "['neuron_migrate.cli.commands', 'neuron_migrate.cli.help_page']"
+    assert typer_loaded == "False"
+    assert any("scan" in line for line in page) and any("Commands" in line for line in page)
+
+
+def test_the_root_page_drawn_without_typer_is_the_applications(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from neuron_migrate.cli import app, exit_code
+
+    assert exit_code(["--help"]) == 0
+    fast = capsys.readouterr().out
+    assert app.run(["--help"]) == 0  # the typer application's own page
+    assert capsys.readouterr().out == fast
+    assert "--install-completion" in fast and "Show this message and exit." in fast
 
 
 def test_a_scan_by_itself_leaves_at_once_with_its_code_output_and_exit_handlers(

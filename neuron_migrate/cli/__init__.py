@@ -5,7 +5,8 @@ Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would cha
 
 The commands are a typer application (`neuron_migrate.cli.app`), one module per command group.
 This module imports nothing else until it knows that the command runs here and not in a server
-(`neuron_migrate.incremental.server`), and `--version` imports nothing at all.
+(`neuron_migrate.incremental.server`); `--version` imports nothing at all, and `--help` only the
+table of commands and rich (`help_page`), not typer.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def run_here(words: list[str]) -> None:
         from neuron_migrate import __version__
 
         print(__version__)
+        sys.exit(0)
+    if words in (["--help"], ["-h"]):  # the root page needs only the table of commands
+        from neuron_migrate.cli.help_page import print_root_help
+
+        print_root_help()
+        print()  # the empty line click's help option prints after a page (its own is empty)
         sys.exit(0)
     from neuron_migrate.cli.app import run
     from neuron_migrate.errors import NeuronMigrateError

@@ -19,26 +19,8 @@ from typing import Annotated, Any
 import typer
 
 from neuron_migrate import __version__
+from neuron_migrate.cli.commands import COMMANDS, DESCRIPTION, PROG, VERSION_HELP
 from neuron_migrate.cli.help import Command, Group
-
-PROG = "neuron-migrate"
-
-# Every command, in the order the help lists them, with the line the help shows for it. Each
-# lives in the module `neuron_migrate.cli.<name>`; `load_command` gives it the line as its
-# `short_help`, so the listing and the command cannot say different things.
-COMMANDS = {
-    "scan": (
-        "Find every torch_xla use and classify every torch op against the compatibility matrix."
-    ),
-    "rewrite": "Rewrite torch_xla code for the native neuron device (shows a diff unless --apply).",
-    "run": "Run a command on a simulated `neuron` device: `run [OPTIONS] -- CMD ...`.",
-    "verify": "Scan PATH, run `-- CMD ...` on the simulated device, and reconcile the two.",
-    "demo": "Show the four stages on a copy of a bundled sample project (needs the runtime extra).",
-    "matrix": "Show the TorchNeuron compatibility matrices: versions, op/API status, differences.",
-    "rules": "The rewrite and lint rules.",
-    "report": "Work with saved JSON reports.",
-    "server": "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
-}
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -89,7 +71,7 @@ def _root(
         bool,
         typer.Option(
             "--version",
-            help="Print the version and exit.",
+            help=VERSION_HELP,
             is_eager=True,
             callback=_print_version,
         ),
@@ -131,7 +113,7 @@ def build_root() -> Root:
 
     app = App(
         name=PROG,
-        help="Move PyTorch code from torch_xla to the native TorchNeuron `neuron` device.",
+        help=DESCRIPTION,
         invoke_without_command=True,
         context_settings=CONTEXT_SETTINGS,
         pretty_exceptions_enable=False,

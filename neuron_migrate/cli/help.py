@@ -1,5 +1,5 @@
-"""`--help` drawn with rich: the usage line, the command's description, and panels of its
-arguments, options and commands.
+"""`--help` of a typer command: its arguments, options and commands, read from click, drawn
+by `help_page` (the usage line, the command's description, and a panel of each).
 
 typer draws the same panels with `typer.rich_utils`, which imports rich's Markdown (and with it
 markdown-it), Syntax (pygments) and Traceback at once: 250 ms of CPU on the machine where
@@ -9,13 +9,13 @@ Panel alone. Help texts are printed as written: no markup is read in them (`[too
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from typer.core import TyperCommand, TyperGroup
 
+from neuron_migrate.cli.help_page import print_page
+
 if TYPE_CHECKING:
-    from rich.console import RenderableType
     from typer import _click as click
 
 
@@ -30,15 +30,6 @@ class Group(TyperGroup):
 
 
 def print_help(command: click.Command, ctx: click.Context) -> None:
-    from rich.console import Console, Group
-    from rich.padding import Padding
-    from rich.text import Text
-
-    parts: list[RenderableType] = [
-        Text.assemble(("Usage: ", "yellow"), (ctx.command_path, "bold"), " " + _usage(command))
-    ]
-    if command.help:
-        parts.append(Padding(Text(inspect.cleandoc(command.help)), (1, 0, 0, 1)))
     arguments, options = [], []
     for param in command.get_params(ctx):
         if getattr(param, "hidden", False):
@@ -51,7 +42,7 @@ def print_help(command: click.Command, ctx: click.Context) -> None:
             names = ", ".join(sorted([*param.opts, *param.secondary_opts], key=_is_long))
             takes = "" if getattr(param, "is_flag", False) else (param.metavar or "TEXT")
             options.append((names, takes, help_text))
-    panels = [_panel("Arguments", arguments), _panel("Options", options)]
+    panels = [("Arguments", arguments), ("Options", options)]
     if isinstance(command, TyperGroup):
         rows = []
         for name in command.list_commands(ctx):
@@ -61,9 +52,8 @@ def print_help(command: click.Command, ctx: click.Context) -> None:
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
                 rows.append((name, "", sub.get_short_help_str(limit=200)))
-        panels.append(_panel("Commands", rows))
-    parts += [panel for panel in panels if panel is not None]
-    Console(highlight=False).print(Group(*parts))
+        panels.append(("Commands", rows))
+    print_page(ctx.command_path, _usage(command), command.help or "", panels)
 
 
 def _is_long(name: str) -> bool:
@@ -87,19 +77,3 @@ def _usage(command: click.Command) -> str:
     if isinstance(command, TyperGroup):
         words.append("COMMAND [ARGS]...")
     return " ".join(words)
-
-
-def _panel(title: str, rows: list[tuple[str, str, str]]) -> RenderableType | None:
-    if not rows:
-        return None
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column(style="yellow", no_wrap=True)
-    table.add_column()
-    for names, takes, help_text in rows:
-        table.add_row(names, takes, Text(help_text))  # a str cell would be read as markup
-    return Panel(table, title=title, title_align="left", border_style="dim")
