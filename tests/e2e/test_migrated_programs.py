@@ -104,10 +104,22 @@ def _migrate(tmp_path: Path, program: Program) -> tuple[Path, dict]:
     return tree, json.loads(done.stdout)["summary"]
 
 
+# The simulated device's known abort at exit (runtime/README.md, "Known bug"): a worker that
+# finished its program dies in interpreter teardown. It says nothing of the migration this
+# suite checks, so such a run is run once more; the second must pass every check.
+EXIT_ABORT = "terminate called without an active exception"
+
+
 def _migrated_run(tree: Path, program: Program, processes: int):
-    launch = ["python"] if processes == 1 else _torchrun()
-    argv = [sys.executable, "-m", "neuron_migrate", "run", "--", *launch, "train.py"]
-    return _run([*argv, *program.args], tree, _clean_env())
+    def once() -> subprocess.CompletedProcess[str]:
+        launch = ["python"] if processes == 1 else _torchrun()
+        argv = [sys.executable, "-m", "neuron_migrate", "run", "--", *launch, "train.py"]
+        return _run([*argv, *program.args], tree, _clean_env())
+
+    done = once()
+    if done.returncode != 0 and EXIT_ABORT in done.stderr:
+        done = once()
+    return done
 
 
 def _reference_run(program: Program, processes: int):
