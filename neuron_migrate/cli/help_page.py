@@ -2,7 +2,7 @@
 metavar, help), as `--help` shows them for every command.
 
 No typer here: `neuron-migrate --help` draws the root page from `commands` alone, without
-building the application (typer and its click are a third of that command's time).
+building the application (typer and its click were about half of that command's time).
 """
 
 from __future__ import annotations
