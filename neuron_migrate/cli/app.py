@@ -21,6 +21,7 @@ import typer
 from neuron_migrate import __version__
 from neuron_migrate.cli.commands import COMMANDS, DESCRIPTION, PROG, VERSION_HELP
 from neuron_migrate.cli.help import Command, Group
+from neuron_migrate.cli.help_page import print_root_help
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -91,9 +92,8 @@ class Root(Group):
             self.add_command(load_command(name), name)
         return self.commands.get(name)
 
-    def short_help_of(self, name: str) -> str:
-        """The line the help lists `name` with, without loading the command."""
-        return COMMANDS[name]
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        print_root_help()  # the page `neuron-migrate --help` draws without typer: no command loads
 
 
 def load_command(name: str) -> Any:

@@ -46,9 +46,6 @@ def print_help(command: click.Command, ctx: click.Context) -> None:
     if isinstance(command, TyperGroup):
         rows = []
         for name in command.list_commands(ctx):
-            if hasattr(command, "short_help_of"):  # the root: no command module is loaded
-                rows.append((name, "", command.short_help_of(name)))
-                continue
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
                 rows.append((name, "", sub.get_short_help_str(limit=200)))
