@@ -87,3 +87,83 @@ def test_an_import_guard_that_still_decides_something_stays_marked(name):
     new = rewrite_source(KEPT[name]).new
     assert "try:\n" in new and "NM198" in new
     assert rewrite_source(new).new == new
+
+
+SAME_ARMS = {
+    "torch_xla.launch, or xmp.spawn on an older torch_xla": (
+        "import torch_xla\n\n\ndef _mp_fn(index):\n    print(index)\n\n\n"
+        'if __name__ == "__main__":\n    try:\n        torch_xla.launch(_mp_fn, args=())\n'
+        "    except AttributeError:\n"
+        "        import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "        xmp.spawn(_mp_fn, args=())\n",
+        '_mp_fn(int(os.environ.get("LOCAL_RANK", 0)))\n',
+    ),
+    "the import inside the try, the handler a tuple of API errors": (
+        "def _mp_fn(index):\n    print(index)\n\n\n"
+        'if __name__ == "__main__":\n    try:\n        import torch_xla\n'
+        "        torch_xla.launch(_mp_fn, args=())\n"
+        "    except (ImportError, AttributeError):\n"
+        "        import torch_xla.distributed.xla_multiprocessing as xmp\n"
+        "        xmp.spawn(_mp_fn, args=())\n",
+        '_mp_fn(int(os.environ.get("LOCAL_RANK", 0)))\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_ARMS))
+def test_a_version_compat_try_whose_sides_became_the_same_code_is_its_try_side(name):
+    source, last_line = SAME_ARMS[name]
+    done = rewrite_source(source)
+    assert "try:" not in done.new and "except" not in done.new
+    assert "torch_xla" not in done.new.replace("(neuron-migrate", "")
+    assert done.new.endswith("    " + last_line)
+    assert done.new.count(last_line) == 1
+    assert rewrite_source(done.new).new == done.new
+
+
+KEPT_TRIES = {
+    # a retry: the same call again is what the program means
+    "a retry on another error": (
+        "import torch_xla.core.xla_model as xm\n\n\ndef step():\n    try:\n"
+        "        xm.mark_step()\n        run()\n    except RuntimeError:\n"
+        "        xm.mark_step()\n        run()\n"
+    ),
+    "sides that still differ": (
+        "import torch_xla\n\n\ndef _mp_fn(index):\n    print(index)\n\n\ntry:\n"
+        "    torch_xla.launch(_mp_fn, args=())\nexcept AttributeError:\n    _mp_fn(0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_TRIES))
+def test_a_try_whose_sides_differ_or_that_retries_stays(name):
+    done = rewrite_source(KEPT_TRIES[name])
+    assert "try:" in done.new and "except" in done.new
+
+
+def test_an_import_in_a_function_is_kept_only_by_what_that_function_reads():
+    # `_mp_fn` imports torch_xla for its own use, all rewritten; `notebook` imports it again and
+    # keeps a marked internal call: only `notebook`'s import stays, and the module's goes
+    source = (
+        "import torch_xla\n\n\ndef _mp_fn(index):\n    import torch_xla\n"
+        "    import torch_xla.core.xla_model as xm\n\n    print(xm.xla_device())\n\n\n"
+        "def notebook():\n    import torch_xla\n\n"
+        "    if torch_xla._XLAC._xla_runtime_is_initialized():\n        return\n\n\n"
+        "def devices():\n    return torch_xla.device()\n"
+    )
+    done = rewrite_source(source)
+    lines = done.new.splitlines()
+    kept = [i for i, line in enumerate(lines) if line.strip() == "import torch_xla"]
+    assert len(kept) == 1
+    assert lines[kept[0] - 1].strip().startswith("# TODO(neuron-migrate NM100)")
+    assert lines.index("def notebook():") < kept[0]
+    assert rewrite_source(done.new).new == done.new
+
+
+def test_a_closure_reads_the_import_of_the_function_around_it():
+    source = (
+        "def outer():\n    import torch_xla\n\n    def inner():\n"
+        "        return torch_xla._XLAC._xla_runtime_is_initialized()\n\n    return inner\n"
+    )
+    done = rewrite_source(source)
+    assert "    import torch_xla\n" in done.new

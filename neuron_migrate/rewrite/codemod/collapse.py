@@ -15,6 +15,10 @@ which the rewrite made a lambda on both sides) and `pass`, and it has no `finall
 stays, read or not: it is the program's own function.
 A handler that binds a name the torch_xla side does not (`except ImportError: CPU_ONLY = True`)
 keeps the `try` when code still reads that name.
+
+A version-compat `try` around a call (`try: torch_xla.launch(fn) except AttributeError:
+xmp.spawn(fn)`) collapses the same way once the rewrite has made both sides the same native
+code (`same_arms`): on the device the `try` side is what runs.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import libcst as cst
 from neuron_migrate.rewrite.codemod.names import dotted
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueStatement
 from neuron_migrate.rewrite.codemod.statements import DeletedStatement, deleted
+from neuron_migrate.scan.analyzer.availability import is_torch_xla_import
 
 _CONSTANTS = frozenset({"True", "False", "None"})
 
@@ -175,3 +180,53 @@ def collapsed(node: cst.Try, read: Callable[[str], bool]) -> list[cst.BaseStatem
         leading_lines=[*node.leading_lines, *getattr(first, "leading_lines", ())]
     )
     return out
+
+
+# What a version-compat `try` catches: the newer API missing from an older torch_xla.
+VERSION_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+
+
+def _code(statements: Sequence[cst.BaseStatement]) -> str | None:
+    """What `statements` do, comments, layout and their torch_xla imports aside (the import
+    pass settles those as any others); None when it cannot be read."""
+    kept = [s for s in statements if not isinstance(s, DeletedStatement)]
+    try:
+        tree = ast.parse(cst.Module(body=kept).code)  # type: ignore[arg-type]
+    except SyntaxError:
+        return None
+    tree.body = [s for s in tree.body if not is_torch_xla_import(s)]
+    # unparsed, not dumped: `ast.dump` leaves a cycle of closures per call
+    return ast.unparse(tree) if tree.body else None
+
+
+def same_arms(node: cst.Try) -> bool:
+    """Whether a version-compat `try` (`try: torch_xla.launch(...) except AttributeError:
+    xmp.spawn(...)`) now does the same on both sides: the rewrite made the newer and the older
+    torch_xla API the same native code. Such a `try` no longer decides anything; its `try` side
+    is what a current torch_xla ran."""
+    if node.finalbody is not None or node.orelse is not None or len(node.handlers) != 1:
+        return False
+    handler = node.handlers[0]
+    if handler.type is None or handler.name is not None:
+        return False
+    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    # only the errors of a missing API: `except RuntimeError: train()` again is a retry
+    if not all(
+        dotted(kind.value if isinstance(kind, cst.Element) else kind) in VERSION_ERRORS  # type: ignore[arg-type]
+        for kind in kinds
+    ):
+        return False
+    side = [s for stmt in _block(node.body) for s in real_statements(stmt)]
+    other = [s for stmt in _block(handler.body) for s in real_statements(stmt)]
+    code = _code(side)
+    return code is not None and code == _code(other)
+
+
+def try_side(node: cst.Try) -> list[cst.BaseStatement]:
+    """The statements of a `try` whose arms do the same: its `try` side, in its place."""
+    side = [s for stmt in _block(node.body) for s in real_statements(stmt)]
+    first = side[0]
+    side[0] = first.with_changes(
+        leading_lines=[*node.leading_lines, *getattr(first, "leading_lines", ())]
+    )
+    return side

@@ -12,12 +12,19 @@ import bisect
 import functools
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import libcst as cst
 
-from neuron_migrate.rewrite.codemod.collapse import catches_import_error, collapsed, collapsible
+from neuron_migrate.rewrite.codemod.collapse import (
+    catches_import_error,
+    collapsed,
+    collapsible,
+    same_arms,
+    try_side,
+)
 from neuron_migrate.rewrite.codemod.context import FileContext, module_bindings
 from neuron_migrate.rewrite.codemod.helpers import HELPERS as ADDED_HELPERS
 from neuron_migrate.rewrite.codemod.markers import (
@@ -32,6 +39,7 @@ from neuron_migrate.rewrite.codemod.output import Printer
 from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTransformer
 from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.results import Outcome
+from neuron_migrate.rewrite.codemod.scopes import Region, Scopes
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.rewrite.codemod.statements import (
@@ -81,10 +89,12 @@ class _Usage(NameCount):
         extents: Mapping[cst.CSTNode, Extent],
         source: SourceText,
         printer: Printer,
+        made_from: Mapping[object, Extent],
     ) -> None:
         super().__init__()
         self.module = module
         self.extents = extents
+        self.made_from = made_from
         self.source = source
         # A top-level statement a pass made is entered only when what it prints has the word.
         self.printer = printer
@@ -95,6 +105,9 @@ class _Usage(NameCount):
         self.words: re.Pattern[str] | None = None  # and what they are
         self._annotated: frozenset[str] | None = None
         self._quoted: frozenset[str] | None = None  # the words of the source's quoted text
+        self._scopes: Scopes | None = None  # read when a binding's region first matters
+        self.region: Region | None = None  # the region of the count in progress, if not all
+        self._scoped: dict[tuple[str, Region], tuple[int, int]] = {}
 
     def cover(self, words: Iterable[str]) -> None:
         """Count every mention of `words`, in one pass."""
@@ -107,14 +120,60 @@ class _Usage(NameCount):
         if self.mentions:
             self.count(self.module)
 
-    def uses_name(self, name: str) -> bool:
-        self.cover([name])
-        return self.names[name] > 0 or self._in_annotation(name)
+    def uses_name(self, name: str, line: int | None = None) -> bool:
+        """Whether code reads `name`; bound at `line`, only where that binding can be read."""
+        reads, _ = self._reads(name, line)
+        return reads > 0 or self._in_annotation(name)
 
-    def only_tests(self, name: str) -> bool:
+    def only_tests(self, name: str, line: int | None = None) -> bool:
         """Whether `name` is read, but only by availability tests (`xm is None`, `if xm:`)."""
+        reads, tests = self._reads(name, line)
+        return reads == 0 and tests > 0 and not self._in_annotation(name)
+
+    def _reads(self, name: str, line: int | None) -> tuple[int, int]:
+        """How often `name` is read, and only tested, in the file; bound at `line`, in the
+        region its binding reaches (less than the file only where a function binds it)."""
         self.cover([name])
-        return self.names[name] == 0 and self.tests[name] > 0 and not self._in_annotation(name)
+        if line is None or (self.names[name] == 0 and self.tests[name] == 0):
+            return self.names[name], self.tests[name]
+        if self._scopes is None:
+            self._scopes = Scopes(self.source.source)
+        region = self._scopes.region(name, line)
+        if region.whole_module:
+            return self.names[name], self.tests[name]
+        key = (name, region)
+        if key not in self._scoped:
+            self._scoped[key] = self._count_in(name, region)
+        return self._scoped[key]
+
+    def _code_lines(self, extent: Extent) -> tuple[int, int]:
+        """The first and last lines of an extent that hold its code: an extent takes in the
+        blank and comment lines above a statement, and ends at the start of the next line."""
+        lines = self.source.lines
+        first, last = extent[0], extent[2] - (extent[3] == 0)
+        while first < last and first <= len(lines) and lines[first - 1].strip()[:1] in ("", "#"):
+            first += 1
+        return first, max(first, last)
+
+    def _count_in(self, name: str, region: Region) -> tuple[int, int]:
+        """Count `name` over the mentions `region` holds, the file's counts kept aside."""
+        saved = (self.names, self.tests, self.chains, self.parsed, self.mentions, self.words)
+        self.names, self.tests, self.chains, self.parsed = Counter(), Counter(), set(), set()
+        self.words = re.compile(rf"\b{re.escape(name)}\b")
+        everywhere = self.source.occurrences(self.words.pattern)
+        self.mentions = SpanSet(
+            (start[0], start[1], end[0], end[1])
+            for start, end in zip(everywhere.starts, everywhere.ends, strict=True)
+            if region.holds(start[0])
+        )
+        self.region = region
+        try:
+            if self.mentions:
+                self.count(self.module)
+            return self.names[name], self.tests[name]
+        finally:
+            self.names, self.tests, self.chains, self.parsed, self.mentions, self.words = saved
+            self.region = None
 
     def _in_annotation(self, name: str) -> bool:
         # A name no quoted text of the source holds is in no string annotation: the common
@@ -140,6 +199,11 @@ class _Usage(NameCount):
         kind = type(node)
         if kind in INERT or not self.mentions.within(self.extents.get(node)):
             return False
+        if self.region is not None and node not in self.extents:
+            # a node the rule pass made, counted in a region only where what it replaced was
+            where = self.made_from.get(node)
+            if where is not None and self.region.misses(*self._code_lines(where)):
+                return False
         assert self.words is not None
         if node in self.made and not self.words.search(self.printer.text(node)):
             return False
@@ -222,7 +286,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         self.xla_mentions = xla_mentions
         self.guarded_bodies: set[int] = set()
         self.collapsing: set[int] = set()  # the `try` statements that no longer decide, by id
+        self.same_arms: set[int] = set()  # the version-compat ones whose sides became one
         self.blocks: list[int] = []
+        self.line: int | None = None  # the line of the imports being settled
 
     def wanted(self, node: cst.CSTNode) -> bool:
         """Statements that may hold a torch_xla import, and the blocks around them. The rule
@@ -254,6 +320,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         return module.with_changes(header=header)
 
     def visit_Try(self, node: cst.Try) -> None:
+        if same_arms(node):
+            self.same_arms.add(id(node))  # its imports settle as unguarded ones do
+            return
         if not _catches_import_error(node):
             return
         if collapsible(node, IMPORT_ERRORS, _is_import_line, self._removed, self._read):
@@ -264,9 +333,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
     def leave_Try(
         self, original: cst.Try, updated: cst.Try
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
-        if id(original) not in self.collapsing:
-            return updated
-        return cst.FlattenSentinel(collapsed(updated, self._read))
+        if id(original) in self.collapsing:
+            return cst.FlattenSentinel(collapsed(updated, self._read))
+        if id(original) in self.same_arms:
+            return cst.FlattenSentinel(try_side(updated))
+        return updated
 
     def _read(self, name: str) -> bool:
         return self.usage.uses_name(name) or self.usage.tests[name] > 0
@@ -304,7 +375,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
         if rule is None or rule.code == "NM100":
-            return self.usage.uses_name(local)
+            return self.usage.uses_name(local, self.line)
         if self._needed(rule):
             return True
         if local == module.partition(".")[0]:
@@ -312,8 +383,8 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             # reading that name needs when no plain torch_xla import binds it.
             if self.usage.uses_chain(module):
                 return True
-            return local not in self.plain_binders and self.usage.uses_name(local)
-        return self.usage.uses_name(local)
+            return local not in self.plain_binders and self.usage.uses_name(local, self.line)
+        return self.usage.uses_name(local, self.line)
 
     def _needed(self, rule: Rule) -> bool:
         """Whether a side-effect import is needed by a site left for a person: a process group
@@ -325,11 +396,12 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         """Why a torch_xla name stays: its module is used, or only tested (a guard reads it)."""
         if self._used(module, local):
             return "used"
-        return "tested" if self.usage.only_tests(local) else None
+        return "tested" if self.usage.only_tests(local, self.line) else None
 
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
     ) -> cst.BaseStatement:
+        self._at(original)
         kept, removed, used = self._kept(updated)
         return self._settle(
             original, updated, bool(kept), removed, used, lambda: _without(updated, kept)
@@ -342,6 +414,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         torch_xla names go and others stay."""
         if not updated.cut.import_line:
             return updated
+        self._at(original)
         fates = [self._fate(imported) for imported in updated.cut.imports]
         kept = any(fate != "removed" for fate in fates)
         removed = "removed" in fates
@@ -352,6 +425,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return _without(line, self._kept(line)[0])
 
         return self._settle(original, updated, kept, removed, used, rebuilt)
+
+    def _at(self, original: cst.BaseStatement) -> None:
+        """Where the line of imports being settled is: the region its names reach follows."""
+        extent = self.extents.get(original) or self.made_from.get(original)
+        self.line = extent[0] if extent is not None else None
 
     def _settle(
         self,
@@ -598,7 +676,7 @@ def clean_imports(
     the rules with a site the rule pass left as it was; `import_lines`: the sorted lines the
     torch_xla import statements start on; `outcomes`: where each marked import is recorded;
     `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them)."""
-    usage = _Usage(module, extents, source, printer)
+    usage = _Usage(module, extents, source, printer, made_from)
     usage.cover(imported)
     cleanup = ImportCleanup(
         ruleset,

@@ -4,6 +4,7 @@ a pruned pass (`passes.PrunedTransformer`) tells which subtrees can matter to it
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable
 
@@ -50,6 +51,10 @@ class SourceText:
         if self._line_starts is None:
             self._line_starts = [0, *(m.end() for m in re.finditer("\n", self.source))]
         return self._line_starts
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return self.source.splitlines()
 
     def occurrences(self, pattern: str) -> SpanSet:
         found = [m.span() for m in re.finditer(pattern, self.source)]
