@@ -65,6 +65,7 @@ PROGRAMS_UNDER_TEST = [
     Program("third_party_cifar", "spawn"),
     Program("portable_trainer", "torchrun", complete=True),
     Program("version_compat", "spawn", complete=True),
+    Program("notebook_launcher", "spawn"),
 ]
 
 
