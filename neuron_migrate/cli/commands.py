@@ -26,6 +26,7 @@ COMMANDS = {
     "rules": "The rewrite and lint rules.",
     "report": "Work with saved JSON reports.",
     "server": "Keep a process that runs scan and rewrite for this installation, loaded and warm.",
+    "lsp": "Serve diagnostics, quick fixes and hovers to an editor (Language Server Protocol).",
 }
 
 # The root's options as its help lists them (names, metavar, help): `--version`, typer's two

@@ -402,3 +402,15 @@ def with_regions_compiled_elsewhere(
         out[index] = _analyze_bytes(data, source.display, settings.context(), names)
         _kept(cache, key, out[index])
     return out
+
+
+def scan_data(data: bytes, display: str, context: Context) -> ScannedFile:
+    """One file's result from bytes in hand (an editor's unsaved buffer), decided as a scan
+    without a cache decides it: an empty file is skipped, one the prefilter rules out is not
+    parsed, any other is analysed. Its functions compiled by other files are not known here
+    (`with_regions_compiled_elsewhere` needs the tree)."""
+    if _blank(data):
+        return empty(display)
+    if not may_hold_findings(data, display):
+        return _prefiltered(data, display)
+    return _analyze_bytes(data, display, context)

@@ -1,0 +1,300 @@
+"""The language server: the open buffers, their debounced analysis, and what it answers.
+
+A buffer is analysed when it opens and again once its changes pause for `debounce_s`; the
+findings are pushed (`textDocument/publishDiagnostics`) unless the client pulls them
+(`textDocument/diagnostic`). Code actions and hovers read the analysis of the buffer as it is
+now. The rules, matrix and API map load with the first buffer and stay loaded
+(`analysis.context`). A request about a document that is not open gets an empty answer, and a
+bad message is logged by pygls and skipped: neither ends the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+
+from neuron_migrate import __version__
+from neuron_migrate.lsp import analysis, edits, protocol
+from neuron_migrate.project.discover import SOURCE_SUFFIXES
+from neuron_migrate.project_files.kinds import kind_of
+from neuron_migrate.resources import rules_dir
+from neuron_migrate.rewrite.rewriter import FileRewrite
+from neuron_migrate.ruleset import load_ruleset
+
+logger = logging.getLogger(__name__)
+
+# Long enough to let a burst of keystrokes end, short enough to publish well within 500 ms.
+DEBOUNCE_S = 0.1
+
+
+class Document:
+    """An open buffer, and what was learned from one version of it."""
+
+    __slots__ = ("analysed", "path", "place", "rewrite", "uri")
+
+    def __init__(self, uri: str, path: Path, place: analysis.Place) -> None:
+        self.uri = uri
+        self.path = path
+        self.place = place
+        # (version, text, analysis) of the last analysed text; a rewrite of the same text.
+        self.analysed: tuple[int | None, str, analysis.Analysis] | None = None
+        self.rewrite: tuple[str, FileRewrite] | None = None
+
+
+def is_scanned(path: Path, text: str) -> bool:
+    """Whether a scan of the folder reads this file: Python, or a project file it knows."""
+    if path.name.endswith(SOURCE_SUFFIXES):
+        return True
+    return kind_of(path.name, text[:200].encode("utf-8", "replace")) is not None
+
+
+class MigrateServer(LanguageServer):
+    def __init__(self, debounce_s: float = DEBOUNCE_S) -> None:
+        super().__init__("neuron-migrate", __version__)
+        self.debounce_s = debounce_s
+        self.documents: dict[str, Document] = {}
+        self.pending: dict[str, asyncio.Task[None]] = {}
+        self.shut_down = False  # `shutdown` was asked: `exit` then ends with code 0
+
+    # --- documents ---------------------------------------------------------------------------
+
+    def roots(self) -> list[Path]:
+        found = [uris.to_fs_path(f.uri) for f in self.workspace.folders.values()]
+        found.append(self.workspace.root_path)
+        return [Path(p).resolve() for p in found if p]
+
+    def open(self, uri: str) -> Document | None:
+        path = uris.to_fs_path(uri)
+        if path is None:  # not a file: an untitled buffer, a remote one
+            return None
+        text = self.workspace.get_text_document(uri).source
+        if not is_scanned(Path(path), text):
+            return None
+        resolved = Path(path).resolve()
+        document = Document(uri, resolved, analysis.place(resolved, self.roots()))
+        if document.place.config_error is not None:
+            self.warn(document.place.config_error)
+        self.documents[uri] = document
+        return document
+
+    def current(self, uri: str) -> tuple[Document, str, analysis.Analysis] | None:
+        """The document's analysis for its text now (made now if the text moved on)."""
+        document = self.documents.get(uri)
+        if document is None:
+            return None
+        buffer = self.workspace.get_text_document(uri)
+        text = buffer.source
+        if document.analysed is None or document.analysed[1] != text:
+            document.analysed = (buffer.version, text, analysis.analyse(text, document.place))
+        return document, text, document.analysed[2]
+
+    def migrated(self, document: Document, text: str) -> FileRewrite:
+        if document.rewrite is None or document.rewrite[0] != text:
+            document.rewrite = (text, analysis.migrated(text, document.place))
+        return document.rewrite[1]
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=f"{message}")
+        )
+
+    # --- diagnostics -------------------------------------------------------------------------
+
+    def pulls(self) -> bool:
+        """Whether the client asks for diagnostics itself (then none are pushed)."""
+        text = self.client_capabilities.text_document
+        return text is not None and text.diagnostic is not None
+
+    def diagnostics(self, uri: str) -> list[types.Diagnostic]:
+        found = self.current(uri)
+        if found is None:
+            return []
+        _, text, result = found
+        if result.error is not None:
+            return [protocol.error_diagnostic(result.error)]
+        lines = self.lines(text)
+        return [protocol.diagnostic(f, lines, rule_path) for f in result.findings]
+
+    def publish(self, uri: str) -> None:
+        document = self.documents.get(uri)
+        if document is None or self.pulls():
+            return
+        found = self.diagnostics(uri)
+        version = document.analysed[0] if document.analysed else None
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=found)
+        )
+
+    def schedule(self, uri: str) -> None:
+        """Analyse and publish `uri` once its changes pause for `debounce_s`."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.pending[uri] = asyncio.get_running_loop().create_task(self._later(uri))
+
+    async def _later(self, uri: str) -> None:
+        await asyncio.sleep(self.debounce_s)
+        self.pending.pop(uri, None)
+        try:
+            self.publish(uri)
+        except Exception:  # a bug of ours in one buffer: logged, the server goes on
+            logger.exception("analysing %s", uri)
+
+    def lines(self, text: str) -> protocol.Lines:
+        return protocol.Lines(edits.split_lines(text), self.workspace.position_codec.client_num_units)
+
+
+def rule_path(code: str) -> Path | None:
+    """The rule's YAML file, which says what it finds, why, and what the fix is."""
+    try:
+        return rules_dir().parent / load_ruleset().get(code).path
+    except KeyError:
+        return None
+
+
+def _overlaps(finding_lines: tuple[int, int], wanted: types.Range) -> bool:
+    first, last = finding_lines
+    return first <= wanted.end.line and last >= wanted.start.line
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return only is None or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def create(debounce_s: float = DEBOUNCE_S) -> MigrateServer:
+    server = MigrateServer(debounce_s)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: MigrateServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.open(uri) is not None:
+            ls.publish(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: MigrateServer, params: types.DidChangeTextDocumentParams) -> None:
+        if params.text_document.uri in ls.documents:
+            ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: MigrateServer, params: types.DidSaveTextDocumentParams) -> None:
+        # A saved pyproject.toml may change [tool.neuron-migrate]: every buffer is placed again.
+        if params.text_document.uri.endswith("/pyproject.toml"):
+            for uri in list(ls.documents):
+                if ls.open(uri) is not None:
+                    ls.publish(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: MigrateServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        waiting = ls.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        if ls.documents.pop(uri, None) is not None and not ls.pulls():
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier=protocol.SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
+        ),
+    )
+    def pull(
+        ls: MigrateServer, params: types.DocumentDiagnosticParams
+    ) -> types.RelatedFullDocumentDiagnosticReport:
+        return types.RelatedFullDocumentDiagnosticReport(
+            items=ls.diagnostics(params.text_document.uri)
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, protocol.FIX_ALL]
+        ),
+    )
+    def code_actions(
+        ls: MigrateServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        found = ls.current(uri)
+        if found is None:
+            return None
+        document, text, result = found
+        only = params.context.only
+        if result.error is not None or result.excluded:
+            return None
+        rewrite = ls.migrated(document, text)
+        if rewrite.error is not None or not rewrite.changed or rewrite.old != text:
+            return None
+        version = ls.workspace.get_text_document(uri).version or 0
+        lines = ls.lines(text)
+        changed = edits.hunks(text, rewrite.new)
+        actions: list[types.CodeAction] = []
+        if _wanted(types.CodeActionKind.QuickFix.value, only):
+            rewritten = {(o.code, o.line) for o in rewrite.outcomes if o.status == "rewritten"}
+            for finding in result.findings:
+                span = (finding.line - 1, finding.end_line - 1)
+                if (finding.code, finding.line) not in rewritten or not _overlaps(
+                    span, params.range
+                ):
+                    continue
+                own = edits.touching(changed, *span)
+                if not own:
+                    continue
+                actions.append(
+                    types.CodeAction(
+                        title=f"{finding.code}: migrate {finding.api}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[protocol.diagnostic(finding, lines, rule_path)],
+                        edit=protocol.workspace_edit(
+                            uri, version, protocol.text_edits(own, lines)
+                        ),
+                    )
+                )
+        if _wanted(protocol.FIX_ALL, only):
+            actions.append(
+                types.CodeAction(
+                    title="neuron-migrate: rewrite this file",
+                    kind=protocol.FIX_ALL,
+                    edit=protocol.workspace_edit(uri, version, protocol.text_edits(changed, lines)),
+                )
+            )
+        return actions
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: MigrateServer, params: types.HoverParams) -> types.Hover | None:
+        found = ls.current(params.text_document.uri)
+        if found is None:
+            return None
+        document, text, result = found
+        lines = ls.lines(text)
+        at = params.position
+        for finding in result.findings:
+            start = lines.position(finding.line - 1, finding.col)
+            end = lines.position(finding.end_line - 1, finding.end_col)
+            if (start.line, start.character) <= (at.line, at.character) <= (end.line, end.character):
+                shown = protocol.matrix_show_text(finding.api, document.place.target)
+                return protocol.hover(finding, shown, lines)
+        return None
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: MigrateServer, *args: Any) -> None:
+        ls.shut_down = True
+        for waiting in ls.pending.values():
+            waiting.cancel()
+
+    return server
+
+
+def serve(debounce_s: float = DEBOUNCE_S) -> int:
+    """Serve over stdin and stdout until `exit`: its exit code, 0 after `shutdown`."""
+    server = create(debounce_s)
+    server.start_io()
+    return 0 if server.shut_down else 1
