@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -34,8 +35,6 @@ def lsp() -> int:
     # The thread that read stdin may still wait in a read the client never ends: leave without
     # joining it.
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a client gone, a stream closed
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)

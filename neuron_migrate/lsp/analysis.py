@@ -80,4 +80,19 @@ def migrated(text: str, where: Place) -> FileRewrite:
     """What `rewrite` makes of the file if it held `text` (without --unsafe-fixes)."""
     rules = context(where.target).rules
     data = text.encode("utf-8")
-    return rewrite_data(str(where.path), where.display, data, rules, unsafe=False, target=where.target)
+    return rewrite_data(
+        str(where.path), where.display, data, rules, unsafe=False, target=where.target
+    )
+
+
+def migrated_line(text: str, where: Place, line: int) -> str | None:
+    """The text with only the sites on `line` (1-based) migrated, and the imports and helpers
+    they need, as `rewrite` migrates them; None when the rewrite cannot (the text does not
+    parse, or the output would not)."""
+    from neuron_migrate.rewrite.codemod.engine import RewriteFailed, rewrite_source
+
+    rules = context(where.target).rules
+    try:
+        return rewrite_source(text, rules, unsafe=False, target=where.target, line=line).new
+    except (SyntaxError, RewriteFailed):
+        return None

@@ -40,14 +40,25 @@ def hunks(old: str, new: str) -> list[Hunk]:
     ]
 
 
-def touching(all_hunks: Iterable[Hunk], first: int, last: int) -> list[Hunk]:
-    """The hunks that change lines `first`..`last` (0-based, inclusive) or insert lines among
-    them (before `first` up to after `last`-1): the rewrite's edit of a site spanning them."""
-    return [
-        h
-        for h in all_hunks
-        if (h.start <= last and h.end > first) or (h.start == h.end and first <= h.start <= last)
-    ]
+# The line a rewrite adds where it leaves something for a person (`codemod.markers`).
+MARKER = "# TODO(neuron-migrate "
+
+
+def without_markers(all_hunks: Iterable[Hunk], code: str) -> list[Hunk]:
+    """The hunks less the marker lines they add for rules other than `code`: a rewrite of one
+    site marks the torch_xla import that the file's other, untouched sites still use, which is
+    no part of that site's fix. A hunk left with nothing to do is dropped."""
+    own = f"{MARKER}{code})"
+    kept = []
+    for hunk in all_hunks:
+        added = [
+            line
+            for line in split_lines(hunk.new)
+            if not (line.lstrip().startswith(MARKER) and not line.lstrip().startswith(own))
+        ]
+        if added or hunk.start != hunk.end:
+            kept.append(hunk._replace(new="".join(added)))
+    return kept
 
 
 def apply(old: str, chosen: Iterable[Hunk]) -> str:

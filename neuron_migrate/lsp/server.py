@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from neuron_migrate.project_files.kinds import kind_of
 from neuron_migrate.resources import rules_dir
 from neuron_migrate.rewrite.rewriter import FileRewrite
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.findings import Finding
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ DEBOUNCE_S = 0.1
 class Document:
     """An open buffer, and what was learned from one version of it."""
 
-    __slots__ = ("analysed", "path", "place", "rewrite", "uri")
+    __slots__ = ("analysed", "lines_migrated", "path", "place", "rewrite", "uri")
 
     def __init__(self, uri: str, path: Path, place: analysis.Place) -> None:
         self.uri = uri
@@ -45,6 +47,7 @@ class Document:
         # (version, text, analysis) of the last analysed text; a rewrite of the same text.
         self.analysed: tuple[int | None, str, analysis.Analysis] | None = None
         self.rewrite: tuple[str, FileRewrite] | None = None
+        self.lines_migrated: dict[tuple[str, int], str | None] = {}  # one line's sites migrated
 
 
 def is_scanned(path: Path, text: str) -> bool:
@@ -99,6 +102,32 @@ class MigrateServer(LanguageServer):
             document.rewrite = (text, analysis.migrated(text, document.place))
         return document.rewrite[1]
 
+    def migrated_line(self, document: Document, text: str, line: int) -> str | None:
+        key = (text, line)
+        if key not in document.lines_migrated:
+            if len(document.lines_migrated) > 64:
+                document.lines_migrated.clear()
+            document.lines_migrated[key] = analysis.migrated_line(text, document.place, line)
+        return document.lines_migrated[key]
+
+    def quickfix(
+        self, document: Document, text: str, finding: Finding, lines: protocol.Lines, version: int
+    ) -> types.CodeAction | None:
+        """The rewrite of the finding's line alone, as edits: the site's own change with the
+        imports and helpers it needs."""
+        new = self.migrated_line(document, text, finding.line)
+        if new is None or new == text:
+            return None
+        own = edits.without_markers(edits.hunks(text, new), finding.code)
+        if not own:
+            return None
+        return types.CodeAction(
+            title=f"{finding.code}: migrate {finding.api} (line {finding.line})",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[protocol.diagnostic(finding, lines, rule_path)],
+            edit=protocol.workspace_edit(document.uri, version, protocol.text_edits(own, lines)),
+        )
+
     def warn(self, message: str) -> None:
         self.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Warning, message=f"{message}")
@@ -147,7 +176,9 @@ class MigrateServer(LanguageServer):
             logger.exception("analysing %s", uri)
 
     def lines(self, text: str) -> protocol.Lines:
-        return protocol.Lines(edits.split_lines(text), self.workspace.position_codec.client_num_units)
+        return protocol.Lines(
+            edits.split_lines(text), self.workspace.position_codec.client_num_units
+        )
 
 
 def rule_path(code: str) -> Path | None:
@@ -163,7 +194,7 @@ def _overlaps(finding_lines: tuple[int, int], wanted: types.Range) -> bool:
     return first <= wanted.end.line and last >= wanted.start.line
 
 
-def _wanted(kind: str, only: list[str] | None) -> bool:
+def _wanted(kind: str, only: Sequence[str] | None) -> bool:
     return only is None or any(kind == o or kind.startswith(o + ".") for o in only)
 
 
@@ -237,27 +268,14 @@ def create(debounce_s: float = DEBOUNCE_S) -> MigrateServer:
         lines = ls.lines(text)
         changed = edits.hunks(text, rewrite.new)
         actions: list[types.CodeAction] = []
-        if _wanted(types.CodeActionKind.QuickFix.value, only):
+        if _wanted(types.CodeActionKind.QuickFix.value, only) and document.path.suffix == ".py":
             rewritten = {(o.code, o.line) for o in rewrite.outcomes if o.status == "rewritten"}
             for finding in result.findings:
                 span = (finding.line - 1, finding.end_line - 1)
-                if (finding.code, finding.line) not in rewritten or not _overlaps(
-                    span, params.range
-                ):
-                    continue
-                own = edits.touching(changed, *span)
-                if not own:
-                    continue
-                actions.append(
-                    types.CodeAction(
-                        title=f"{finding.code}: migrate {finding.api}",
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[protocol.diagnostic(finding, lines, rule_path)],
-                        edit=protocol.workspace_edit(
-                            uri, version, protocol.text_edits(own, lines)
-                        ),
-                    )
-                )
+                if (finding.code, finding.line) in rewritten and _overlaps(span, params.range):
+                    fix = ls.quickfix(document, text, finding, lines, version)
+                    if fix is not None:
+                        actions.append(fix)
         if _wanted(protocol.FIX_ALL, only):
             actions.append(
                 types.CodeAction(
@@ -279,7 +297,11 @@ def create(debounce_s: float = DEBOUNCE_S) -> MigrateServer:
         for finding in result.findings:
             start = lines.position(finding.line - 1, finding.col)
             end = lines.position(finding.end_line - 1, finding.end_col)
-            if (start.line, start.character) <= (at.line, at.character) <= (end.line, end.character):
+            if (
+                (start.line, start.character)
+                <= (at.line, at.character)
+                <= (end.line, end.character)
+            ):
                 shown = protocol.matrix_show_text(finding.api, document.place.target)
                 return protocol.hover(finding, shown, lines)
         return None

@@ -49,14 +49,22 @@ def _spawn_kept(outcomes: list[Outcome]) -> bool:
 
 
 def rewrite_source(
-    source: str, ruleset: RuleSet | None = None, *, unsafe: bool = False, target: str | None = None
+    source: str,
+    ruleset: RuleSet | None = None,
+    *,
+    unsafe: bool = False,
+    target: str | None = None,
+    line: int | None = None,
 ) -> SourceRewrite:
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
     when the output would not parse; never returns broken code. `target`: the matrix version
-    whose unsupported ops get markers (default: the newest)."""
+    whose unsupported ops get markers (default: the newest). `line`: migrate only the sites on
+    that line, with the imports and helpers they need (an editor's quick fix)."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
     sites = settle_meanings(find_sites(source, tree), ruleset)
+    if line is not None:
+        sites = [site for site in sites if site.kind == "import" or site.line == line]
     index = SiteIndex(sites, ruleset)
     if not index:
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
