@@ -59,6 +59,20 @@ class Lines:
         return types.Position(len(self.lines) - 1, self.units(last))
 
 
+def units_of(encoding: str) -> Units:
+    """How the client counts a piece of a line: in UTF-16 code units (the default), UTF-8
+    bytes or code points, as agreed at initialisation."""
+    if encoding == types.PositionEncodingKind.Utf32:
+        return len
+    codec, width = ("utf-8", 1) if encoding == types.PositionEncodingKind.Utf8 else ("utf-16-le", 2)
+
+    def units(piece: str) -> int:
+        return len(piece) if piece.isascii() else len(piece.encode(codec)) // width
+
+    return units
+
+
+@lru_cache(maxsize=1024)
 def rule_uri(code: str, rule_path: Callable[[str], Path | None]) -> types.CodeDescription | None:
     path = rule_path(code)
     return None if path is None else types.CodeDescription(href=path.resolve().as_uri())
@@ -77,7 +91,6 @@ def diagnostic(
         code=finding.code,
         code_description=rule_uri(finding.code, rule_path),
         source=SOURCE,
-        data={"status": finding.status, "api": finding.api, "fingerprint": finding.fingerprint},
     )
 
 

@@ -210,6 +210,22 @@ def test_suppression_comments_and_the_workspace_config_are_honoured(
     assert got_diagnostics(published) == expected_diagnostics(expected, text)
 
 
+def test_a_client_that_pulls_gets_no_pushes(workspace: Path, tmp_path: Path) -> None:
+    lsp = LspClient(cwd=workspace)
+    try:
+        lsp.initialize(workspace, {"textDocument": {"diagnostic": {}}})
+        path = workspace / "train.py"
+        lsp.open(path, BUFFER)
+        pulled = lsp.request("textDocument/diagnostic", {"textDocument": {"uri": path.as_uri()}})
+        # The server handles messages in order: a push for the open would have come first.
+        assert not [m for m in lsp.held if m.get("method") == "textDocument/publishDiagnostics"]
+    finally:
+        lsp.kill()
+    assert pulled["kind"] == "full"
+    expected = scan_findings(tmp_path, {"train.py": BUFFER}, "train.py")
+    assert got_diagnostics(pulled["items"]) == expected_diagnostics(expected, BUFFER)
+
+
 def test_project_files_the_scan_reads(client: LspClient, workspace: Path, tmp_path: Path) -> None:
     path = workspace / "requirements.txt"
     published = opened(client, path, REQUIREMENTS)
@@ -292,7 +308,7 @@ def test_each_quickfix_is_the_rewrite_of_its_site(
 def test_hover_shows_the_matrix_entry(client: LspClient, workspace: Path) -> None:
     path = workspace / "train.py"
     published = opened(client, path, BUFFER)
-    sort = next(d for d in published if d["data"]["api"] == "torch.sort")
+    sort = next(d for d in published if d["message"].startswith("torch.sort:"))
     hover = client.request(
         "textDocument/hover",
         {"textDocument": {"uri": path.as_uri()}, "position": sort["range"]["start"]},
