@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from neuron_migrate.api import ScanReport, collect_result
 from neuron_migrate.errors import NeuronMigrateError
+from neuron_migrate.gc_tuning import FEW_CYCLES, collecting_less
 from neuron_migrate.matrix.versions import resolve_version
 from neuron_migrate.project.config import Config, Policy, make_policy, resolve_config
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES
@@ -68,7 +69,9 @@ def analyse(text: str, where: Place) -> Analysis:
     if len(data) > DEFAULT_MAX_BYTES:
         reason = f"too large to scan ({len(data) / 1e6:.1f} MB)"
         return Analysis(error=FileError(where.display, reason, "too_large"))
-    result = scan_data(data, where.display, context(where.target))
+    loaded = context(where.target)
+    with collecting_less(FEW_CYCLES):  # a parse's many objects, next to no cycles
+        result = scan_data(data, where.display, loaded)
     report = ScanReport(str(where.path.parent), where.target, "", policy=where.policy)
     table = collect_result(report, result)
     if result.error is not None:
@@ -80,9 +83,10 @@ def migrated(text: str, where: Place) -> FileRewrite:
     """What `rewrite` makes of the file if it held `text` (without --unsafe-fixes)."""
     rules = context(where.target).rules
     data = text.encode("utf-8")
-    return rewrite_data(
-        str(where.path), where.display, data, rules, unsafe=False, target=where.target
-    )
+    with collecting_less(FEW_CYCLES):
+        return rewrite_data(
+            str(where.path), where.display, data, rules, unsafe=False, target=where.target
+        )
 
 
 def migrated_line(text: str, where: Place, line: int) -> str | None:
@@ -93,6 +97,7 @@ def migrated_line(text: str, where: Place, line: int) -> str | None:
 
     rules = context(where.target).rules
     try:
-        return rewrite_source(text, rules, unsafe=False, target=where.target, line=line).new
+        with collecting_less(FEW_CYCLES):
+            return rewrite_source(text, rules, unsafe=False, target=where.target, line=line).new
     except (SyntaxError, RewriteFailed):
         return None
