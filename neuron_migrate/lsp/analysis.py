@@ -8,8 +8,6 @@ the scan's own report assembly (`api.collect_result`: select and ignore, per-pat
 and through the rewrite's own per-file function (`rewrite.rewriter.rewrite_data`).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import NamedTuple
 

@@ -5,8 +5,6 @@ Lines end where LSP ends them (`\\n`, `\\r\\n`, `\\r`), which is also where Pyth
 them, so a finding's line is an LSP line; `str.splitlines` would also end one at a form feed.
 """
 
-from __future__ import annotations
-
 import difflib
 import re
 from collections.abc import Iterable

@@ -226,6 +226,19 @@ def test_a_client_that_pulls_gets_no_pushes(workspace: Path, tmp_path: Path) -> 
     assert got_diagnostics(pulled["items"]) == expected_diagnostics(expected, BUFFER)
 
 
+def test_a_buffer_that_does_not_parse_shows_one_note(
+    client: LspClient, workspace: Path, tmp_path: Path
+) -> None:
+    broken = BUFFER.replace("def train(model, loader, optimizer):", "def train(model, loader")
+    published = opened(client, workspace / "train.py", broken)
+    root = tmp_path / "scanned"
+    _write(root, {"train.py": broken})
+    errors = scan(root, use_cache=False, jobs=1).errors
+    assert [(d["code"], d["message"]) for d in published] == [
+        (errors[0].kind, f"not analysed: {errors[0].reason}")
+    ]
+
+
 def test_project_files_the_scan_reads(client: LspClient, workspace: Path, tmp_path: Path) -> None:
     path = workspace / "requirements.txt"
     published = opened(client, path, REQUIREMENTS)
