@@ -239,6 +239,19 @@ def test_a_buffer_that_does_not_parse_shows_one_note(
     ]
 
 
+def test_a_broken_config_is_shown_and_the_defaults_apply(workspace: Path) -> None:
+    _write(workspace, {"pyproject.toml": '[tool.neuron-migrate]\nselect = "NM1"\nfail-on = 3\n'})
+    lsp = LspClient(cwd=workspace)
+    try:
+        lsp.initialize(workspace)
+        published = opened(lsp, workspace / "train.py", BUFFER)
+        shown = lsp.notification("window/showMessage")
+    finally:
+        lsp.kill()
+    assert "pyproject.toml" in shown["message"] and "fail-on" in shown["message"]
+    assert "NM901" in {d["code"] for d in published}  # select is not applied either
+
+
 def test_project_files_the_scan_reads(client: LspClient, workspace: Path, tmp_path: Path) -> None:
     path = workspace / "requirements.txt"
     published = opened(client, path, REQUIREMENTS)
