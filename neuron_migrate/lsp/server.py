@@ -27,7 +27,6 @@ from neuron_migrate.project_files.kinds import kind_of
 from neuron_migrate.resources import rules_dir
 from neuron_migrate.rewrite.rewriter import FileRewrite
 from neuron_migrate.ruleset import load_ruleset
-from neuron_migrate.scan.findings import Finding
 
 logger = logging.getLogger(__name__)
 
@@ -111,23 +110,39 @@ class MigrateServer(LanguageServer):
             document.lines_migrated[key] = analysis.migrated_line(text, document.place, line)
         return document.lines_migrated[key]
 
-    def quickfix(
-        self, document: Document, text: str, finding: Finding, lines: protocol.Lines, version: int
-    ) -> types.CodeAction | None:
-        """The rewrite of the finding's line alone, as edits: the site's own change with the
-        imports and helpers it needs."""
-        new = self.migrated_line(document, text, finding.line)
+    def line_fix(
+        self, document: Document, text: str, line: int, code: str, version: int
+    ) -> types.WorkspaceEdit | None:
+        """The rewrite of the sites on `line` (1-based) alone, as edits: the sites' own change
+        with the imports and helpers they need, less the markers of other rules' sites."""
+        new = self.migrated_line(document, text, line)
         if new is None or new == text:
             return None
-        own = edits.without_markers(edits.hunks(text, new), finding.code)
+        own = edits.without_markers(edits.hunks(text, new), code)
         if not own:
             return None
-        return types.CodeAction(
-            title=f"{finding.code}: migrate {finding.api} (line {finding.line})",
-            kind=types.CodeActionKind.QuickFix,
-            diagnostics=[protocol.diagnostic(finding, lines, rule_path)],
-            edit=protocol.workspace_edit(document.uri, version, protocol.text_edits(own, lines)),
+        return protocol.workspace_edit(
+            document.uri, version, protocol.text_edits(own, self.lines(text))
         )
+
+    def fix_all(self, document: Document, text: str, version: int) -> types.WorkspaceEdit | None:
+        """The edit that makes the buffer what `rewrite` makes of the file."""
+        rewrite = self.migrated(document, text)
+        if rewrite.error is not None or not rewrite.changed or rewrite.old != text:
+            return None
+        changed = edits.hunks(text, rewrite.new)
+        return protocol.workspace_edit(
+            document.uri, version, protocol.text_edits(changed, self.lines(text))
+        )
+
+    def resolves(self) -> bool:
+        """Whether the client fills in an action's edit when it is chosen (`codeAction/resolve`):
+        then a code action costs nothing until then (an editor asks at every cursor move)."""
+        text = self.client_capabilities.text_document
+        asked = text.code_action if text is not None else None
+        if asked is None or asked.resolve_support is None:
+            return False
+        return "edit" in asked.resolve_support.properties and bool(asked.data_support)
 
     def warn(self, message: str) -> None:
         self.window_show_message(
@@ -247,44 +262,78 @@ def create(debounce_s: float = DEBOUNCE_S) -> MigrateServer:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, protocol.FIX_ALL]
+            code_action_kinds=[types.CodeActionKind.QuickFix, protocol.FIX_ALL],
+            resolve_provider=True,
         ),
     )
     def code_actions(
         ls: MigrateServer, params: types.CodeActionParams
     ) -> list[types.CodeAction] | None:
+        """A quick fix for each fixable finding in the range, and the fix-all. Their edits are
+        made now, or when one is chosen if the client resolves actions."""
         uri = params.text_document.uri
         found = ls.current(uri)
         if found is None:
             return None
         document, text, result = found
-        only = params.context.only
         if result.error is not None or result.excluded:
             return None
-        rewrite = ls.migrated(document, text)
-        if rewrite.error is not None or not rewrite.changed or rewrite.old != text:
-            return None
+        only = params.context.only
         version = ls.workspace.get_text_document(uri).version or 0
+        lazy = ls.resolves()
         lines = ls.lines(text)
-        changed = edits.hunks(text, rewrite.new)
         actions: list[types.CodeAction] = []
         if _wanted(types.CodeActionKind.QuickFix.value, only) and document.path.suffix == ".py":
-            rewritten = {(o.code, o.line) for o in rewrite.outcomes if o.status == "rewritten"}
             for finding in result.findings:
                 span = (finding.line - 1, finding.end_line - 1)
-                if (finding.code, finding.line) in rewritten and _overlaps(span, params.range):
-                    fix = ls.quickfix(document, text, finding, lines, version)
-                    if fix is not None:
-                        actions.append(fix)
-        if _wanted(protocol.FIX_ALL, only):
-            actions.append(
-                types.CodeAction(
-                    title="neuron-migrate: rewrite this file",
-                    kind=protocol.FIX_ALL,
-                    edit=protocol.workspace_edit(uri, version, protocol.text_edits(changed, lines)),
+                if not finding.fixable or not _overlaps(span, params.range):
+                    continue
+                edit = (
+                    None
+                    if lazy
+                    else ls.line_fix(document, text, finding.line, finding.code, version)
                 )
-            )
+                if edit is None and not lazy:
+                    continue
+                data = {"uri": uri, "version": version, "line": finding.line, "code": finding.code}
+                actions.append(
+                    types.CodeAction(
+                        title=f"{finding.code}: migrate {finding.api} (line {finding.line})",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[protocol.diagnostic(finding, lines, rule_path)],
+                        edit=edit,
+                        data=data if lazy else None,
+                    )
+                )
+        if _wanted(protocol.FIX_ALL, only) and result.findings:  # a rewrite, or markers
+            edit = None if lazy else ls.fix_all(document, text, version)
+            if edit is not None or lazy:
+                actions.append(
+                    types.CodeAction(
+                        title="neuron-migrate: rewrite this file",
+                        kind=protocol.FIX_ALL,
+                        edit=edit,
+                        data={"uri": uri, "version": version} if lazy else None,
+                    )
+                )
         return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    def resolve(ls: MigrateServer, action: types.CodeAction) -> types.CodeAction:
+        """The action's edit, for the buffer it was offered for; none once the buffer changed."""
+        data = action.data if isinstance(action.data, dict) else {}
+        found = ls.current(str(data.get("uri", "")))
+        if found is None:
+            return action
+        document, text, _ = found
+        version = ls.workspace.get_text_document(document.uri).version or 0
+        if data.get("version") != version:
+            return action
+        if "line" in data:
+            action.edit = ls.line_fix(document, text, int(data["line"]), str(data["code"]), version)
+        else:
+            action.edit = ls.fix_all(document, text, version)
+        return action
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: MigrateServer, params: types.HoverParams) -> types.Hover | None:

@@ -331,6 +331,38 @@ def test_each_quickfix_is_the_rewrite_of_its_site(
     assert text.encode("utf-8") == rewritten(tmp_path, {"train.py": BUFFER}, "train.py")
 
 
+RESOLVING = {
+    "textDocument": {
+        "codeAction": {"dataSupport": True, "resolveSupport": {"properties": ["edit"]}}
+    }
+}
+
+
+def test_a_client_that_resolves_gets_the_edits_when_it_asks(
+    client: LspClient, workspace: Path
+) -> None:
+    """Actions cost nothing until one is chosen; resolved, each has the edit an eager server
+    gives; once the buffer has changed, none."""
+    path = workspace / "train.py"
+    opened(client, path, BUFFER)
+    eager = code_actions(client, path, 0, 20)
+    assert len(eager) == 5 and all(a["edit"] for a in eager)
+    lazy_client = LspClient(cwd=workspace)
+    try:
+        lazy_client.initialize(workspace, RESOLVING)
+        opened(lazy_client, path, BUFFER)
+        lazy = code_actions(lazy_client, path, 0, 20)
+        assert [a["title"] for a in lazy] == [a["title"] for a in eager]
+        assert not any("edit" in a for a in lazy)
+        resolved = [lazy_client.request("codeAction/resolve", a) for a in lazy]
+        assert [a["edit"] for a in resolved] == [a["edit"] for a in eager]
+        lazy_client.change(path, BUFFER + "\n", 2)
+        stale = lazy_client.request("codeAction/resolve", lazy[0])
+        assert "edit" not in stale
+    finally:
+        lazy_client.kill()
+
+
 def test_hover_shows_the_matrix_entry(client: LspClient, workspace: Path) -> None:
     path = workspace / "train.py"
     published = opened(client, path, BUFFER)
