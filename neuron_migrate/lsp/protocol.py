@@ -142,13 +142,15 @@ def matrix_show_text(name: str, target: str) -> str | None:
     return out.getvalue().rstrip() + "\n"
 
 
-def hover(finding: Finding, shown: str | None, lines: Lines) -> types.Hover:
-    head = f"**{finding.code}** `{finding.api}`: {finding.status}\n\n{finding.message}"
-    body = f"\n\n```text\n{shown}```" if shown else ""
+def hover(found: list[tuple[Finding, str | None]], span: types.Range) -> types.Hover:
+    """The findings under the cursor, innermost first, each with its matrix entry if any."""
+    parts = []
+    for finding, shown in found:
+        part = f"**{finding.code}** `{finding.api}`: {finding.status}\n\n{finding.message}"
+        parts.append(part + (f"\n\n```text\n{shown}```" if shown else ""))
     return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=head + body),
-        range=types.Range(
-            lines.position(finding.line - 1, finding.col),
-            lines.position(finding.end_line - 1, finding.end_col),
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
         ),
+        range=span,
     )

@@ -146,7 +146,7 @@ class MigrateServer(LanguageServer):
 
     def warn(self, message: str) -> None:
         self.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Warning, message=f"{message}")
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )
 
     # --- diagnostics -------------------------------------------------------------------------
@@ -337,23 +337,25 @@ def create(debounce_s: float = DEBOUNCE_S) -> MigrateServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: MigrateServer, params: types.HoverParams) -> types.Hover | None:
+        """Every finding whose span holds the cursor (`x.abs().sum()`: two), innermost first."""
         found = ls.current(params.text_document.uri)
         if found is None:
             return None
         document, text, result = found
         lines = ls.lines(text)
-        at = params.position
+        at = (params.position.line, params.position.character)
+        under = []
         for finding in result.findings:
             start = lines.position(finding.line - 1, finding.col)
             end = lines.position(finding.end_line - 1, finding.end_col)
-            if (
-                (start.line, start.character)
-                <= (at.line, at.character)
-                <= (end.line, end.character)
-            ):
-                shown = protocol.matrix_show_text(finding.api, document.place.target)
-                return protocol.hover(finding, shown, lines)
-        return None
+            if (start.line, start.character) <= at <= (end.line, end.character):
+                under.append((finding, types.Range(start, end)))
+        if not under:
+            return None
+        under.sort(key=lambda item: (-item[1].start.line, -item[1].start.character))
+        target = document.place.target
+        shown = [(f, protocol.matrix_show_text(f.api, target)) for f, _ in under]
+        return protocol.hover(shown, under[0][1])
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: MigrateServer, *args: Any) -> None:

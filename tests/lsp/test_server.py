@@ -382,6 +382,12 @@ def test_hover_shows_the_matrix_entry(client: LspClient, workspace: Path) -> Non
     assert "cpu_fallback" in value
     assert " ".join(shown.split()) in " ".join(value.split())
     assert hover["range"] == sort["range"]
+    chained = next(d for d in published if d["message"].startswith("Tensor.reshape:"))
+    both = client.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": path.as_uri()}, "position": chained["range"]["start"]},
+    )["contents"]["value"]
+    assert "`Tensor.abs`" in both and "`Tensor.reshape`" in both  # one span holds the other
 
 
 def test_unknown_documents_and_bad_messages_do_not_end_the_server(
