@@ -224,7 +224,11 @@ def _written(
             continue
         if where.apply:
             why = write_in_place(
-                result.path, result.encoded(), where.root, read_only_too=where.write_read_only
+                result.path,
+                result.encoded(),
+                where.root,
+                read_only_too=where.write_read_only,
+                read=result.read,
             )
             if why is not None:
                 summary.not_written.append((result.display, why))

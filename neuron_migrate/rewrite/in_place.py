@@ -9,6 +9,9 @@ it kept -- what git's checkout, ruff's `--fix` and an editor's safe write each k
   a folder this user may write) is written in place when this user may write it, else refused.
 - A read-only file is refused as an error unless asked (`--write-read-only`): its mode says
   that someone meant it not to change.
+- A file whose bytes are no longer the ones the rewrite read (edited while the run went on) is
+  left as it is: the check is made once the new text is ready, just before it replaces the
+  file (or, written in place, on the open file), as git checks a file before it overwrites it.
 
 Everything else is replaced atomically (`rewriter.write_atomically`): a reader sees the old file
 or the new one.
@@ -20,14 +23,31 @@ import os
 import stat
 from pathlib import Path
 
-from neuron_migrate.rewrite.rewriter import write_atomically
+from neuron_migrate.rewrite.rewriter import read_digest, write_atomically
+
+CHANGED = "changed since it was read: not written (rewrite it again)"
+
+
+class _Changed(Exception):
+    """The file on disk is not the one the rewrite read."""
 
 
 def write_in_place(
-    path: str, data: bytes, root: Path, *, read_only_too: bool = False
+    path: str, data: bytes, root: Path, *, read_only_too: bool = False, read: bytes | None = None
 ) -> str | None:
     """Write `data` as the new text of the file at `path`, found under `root`. Returns why it
-    was not written (one line), or None when it was; OSError when writing failed."""
+    was not written (one line), or None when it was; OSError when writing failed. `read`: the
+    digest of the bytes the rewrite read (`rewriter.read_digest`); a file whose bytes differ
+    now is not written."""
+    try:
+        return _write(path, data, root, read_only_too, read)
+    except _Changed:
+        return CHANGED
+
+
+def _write(
+    path: str, data: bytes, root: Path, read_only_too: bool, read: bytes | None
+) -> str | None:
     target = path
     if os.path.islink(path):
         real = os.path.realpath(path)
@@ -38,15 +58,28 @@ def write_in_place(
     if not read_only_too and _read_only(target, info):
         return "read-only: not written (--write-read-only writes it)"
     if info.st_nlink > 1:
-        _overwrite(target, data)
+        _overwrite(target, data, read)
         return None
+
+    def unchanged() -> None:
+        if read is not None:
+            with open(target, "rb") as handle:
+                _check(handle.read(), data, read)
+
     try:
-        write_atomically(target, data)
+        write_atomically(target, data, before_replace=unchanged)
     except PermissionError:
         if not os.access(target, os.W_OK):
             return "another user's file that this user may not write: not written"
-        _overwrite(target, data)  # in place: the owner stays
+        _overwrite(target, data, read)  # in place: the owner stays
     return None
+
+
+def _check(now: bytes, new: bytes, read: bytes | None) -> None:
+    """Raises _Changed unless the file holds what the rewrite read, or already its new text (a
+    file reached twice, through a link, and written the first time)."""
+    if read is not None and now != new and read_digest(now) != read:
+        raise _Changed
 
 
 def _inside(path: str, root: str) -> bool:
@@ -60,9 +93,11 @@ def _read_only(path: str, info: os.stat_result) -> bool:
     )
 
 
-def _overwrite(path: str, data: bytes) -> None:
+def _overwrite(path: str, data: bytes, read: bytes | None) -> None:
     """The file's bytes replaced through the file itself: its inode, links, owner and mode stay."""
     with open(path, "r+b") as handle:
+        _check(handle.read(), data, read)
+        handle.seek(0)
         handle.write(data)
         handle.truncate()
         handle.flush()

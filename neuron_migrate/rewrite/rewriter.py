@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from neuron_migrate import __version__
+from neuron_migrate.digests import cache_digest
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
 from neuron_migrate.parent_watch import die_with_parent
 from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
@@ -54,6 +55,8 @@ class FileRewrite:
     error: FileError | None = None
     patch: str | None = None  # the diff, when made where the file was rewritten
     from_cache: bool = False  # the result was stored by an earlier run
+    # A digest of the bytes the rewrite read (`read_digest`): `--apply` replaces only those.
+    read: bytes | None = None
 
     @property
     def changed(self) -> bool:
@@ -427,6 +430,7 @@ def _from_cache(job: Job, cached: CachedRewrite) -> FileRewrite | None:
         error,
         patch,
         from_cache=True,
+        read=read_digest(job.data),
     )
 
 
@@ -436,7 +440,13 @@ def _rewrite(job: Job, settings: Settings) -> FileRewrite:
     result = rewrite_data(
         job.path, job.display, job.data, load_ruleset(), unsafe=unsafe, target=target
     )
-    return replace(result, patch=result.diff()) if diffs and result.changed else result
+    patch = result.diff() if diffs and result.changed else result.patch
+    return replace(result, patch=patch, read=read_digest(job.data))
+
+
+def read_digest(data: bytes) -> bytes:
+    """What `FileRewrite.read` holds of the bytes a rewrite read."""
+    return cache_digest(data).digest()
 
 
 def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
@@ -594,8 +604,12 @@ def _running(pid: int) -> bool:
     return True
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace `path` with `data` in one step: a reader sees the old file or the new one."""
+def write_atomically(
+    path: str, data: bytes, before_replace: Callable[[], None] | None = None
+) -> None:
+    """Replace `path` with `data` in one step: a reader sees the old file or the new one.
+    `before_replace`: called once the new file is ready, just before it replaces the old one;
+    what it raises leaves the old file."""
     directory = os.path.dirname(os.path.abspath(path))
     if directory not in _swept:
         _swept.add(directory)
@@ -615,6 +629,8 @@ def write_atomically(path: str, data: bytes) -> None:
                 # The replacement keeps the file's owner, or the file is not replaced.
                 os.chown(tmp, old.st_uid, old.st_gid)
                 os.chmod(tmp, old.st_mode & 0o7777)  # chown clears set-id bits
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
