@@ -17,7 +17,7 @@ from neuron_migrate.rewrite.codemod.left_markers import left_markers
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.rewrite.codemod.sites_index import SiteIndex
+from neuron_migrate.rewrite.codemod.sites_index import SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
@@ -65,7 +65,7 @@ def rewrite_source(
     sites = settle_meanings(find_sites(source, tree), ruleset)
     if line is not None:
         sites = [site for site in sites if site.kind == "import" or site.line == line]
-    index = SiteIndex(sites, ruleset)
+    index = SiteIndex(sites, ruleset, Suppressed.of(source))
     if not index:
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)

@@ -6,12 +6,36 @@ uses; each carries the span of its node, so the codemod never resolves a name it
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from neuron_migrate.ruleset import Rule, RuleSet
 from neuron_migrate.scan.analyzer.sites import Site
+from neuron_migrate.scan.suppressions import MARKER, Suppression, parse_suppressions
 
 Span = tuple[int, int, int, int]
+
+
+class Suppressed:
+    """The inline suppressions of a module (`scan.suppressions`): a site one covers, as the
+    scan's finding of it would be covered, is left as it is."""
+
+    def __init__(self, suppressions: Iterable[Suppression]) -> None:
+        self.by_line: dict[int, set[str]] = {}
+        for suppression in suppressions:
+            self.by_line.setdefault(suppression.target_line, set()).update(suppression.codes)
+
+    @classmethod
+    def of(cls, source: str) -> Suppressed:
+        if MARKER.decode() not in source:
+            return cls(())
+        return cls(parse_suppressions(source, ""))
+
+    def covers(self, site: Site, code: str) -> bool:
+        if not self.by_line:
+            return False
+        lines = range(site.line, max(site.line, site.end_line) + 1)
+        return any(code in self.by_line.get(line, ()) for line in lines)
 
 
 @dataclass(frozen=True)
@@ -21,8 +45,11 @@ class RuledSite:
 
 
 class SiteIndex:
-    def __init__(self, sites: list[Site], ruleset: RuleSet) -> None:
+    def __init__(
+        self, sites: list[Site], ruleset: RuleSet, suppressed: Suppressed | None = None
+    ) -> None:
         self.ruleset = ruleset
+        self.suppressed = suppressed or Suppressed(())
         self.calls: dict[Span, RuledSite] = {}  # by the span of the whole call
         self.names: dict[Span, RuledSite] = {}  # a reference that is not called
         self.literals: dict[Span, RuledSite] = {}  # idioms: the string literal
@@ -44,8 +71,11 @@ class SiteIndex:
         if rule is None:
             return
         if site.ambiguous:  # reported and left alone, with a marker for a person
-            self.ambiguous.append(site)
             rule = self.ruleset.for_analyzer("ambiguous-name")
+        if self.suppressed.covers(site, rule.code):
+            return  # the scan does not report it, and the rewrite leaves it as it is
+        if site.ambiguous:
+            self.ambiguous.append(site)
         ruled = RuledSite(site, rule)
         if site.kind == "call" and site.call_span is not None:
             self.calls[site.call_span] = ruled
@@ -71,6 +101,8 @@ class SiteIndex:
     def add_mark(self, site: Site, rule: Rule) -> None:
         """A site left as it is with its rule's marker: keyed as its node is met."""
         span = site.call_span if site.kind == "call" and site.call_span else site.span
+        if self.suppressed.covers(site, rule.code):
+            return
         if span not in self.calls and span not in self.names and span not in self.marks:
             self.marks[span] = RuledSite(site, rule)
 
