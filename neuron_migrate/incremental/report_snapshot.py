@@ -234,6 +234,7 @@ class SnapshotFolder:
     def __init__(self, cache_dir: Path, plan: ScanPlan) -> None:
         sealed.check_folder(cache_dir)
         self.folder = cache_dir / _FOLDER
+        sealed.check_folder(self.folder)  # each folder of the cache, as its root
         self.checksums: dict[str, int] = {}  # of the row files, by name
         self.scope = cache_digest(f"{os.getcwd()}\0{plan.root}".encode()).hexdigest()[:32]
         self._opened: dict[str, Segment] = {}

@@ -4,7 +4,9 @@
 The key is `rewrite.store.rewrite_key`. The value, compressed, is what the run needs besides
 the file it read: the new source when the file changes, the outcomes, the diff's hunks when a
 run made them, and the error of a file that does not parse. An internal error (a bug in a
-transform) is not kept: that file is tried again. One SQLite file in the scan's cache folder
+transform) is not kept: that file is tried again. Each entry is sealed with its key
+(`incremental.sealed`): a damaged entry, or an intact one moved under another key, is a miss,
+never the new text of another file. One SQLite file in the scan's cache folder
 (`incremental.cache`), written only by the main process of a rewrite.
 """
 
@@ -20,7 +22,7 @@ from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.store import CachedRewrite
 
 # Named by the layout of its entries: another layout is another file, never misread.
-_DB_NAME = "rewrite-results-v1.sqlite"
+_DB_NAME = "rewrite-results-v2.sqlite"
 _FLUSH_EVERY = 200
 # Entries are compressed: new sources and their diffs shrink 4.5 times at this level (a CI
 # cache uploads the folder), and decompressing them is about a sixth of a warm run.
@@ -57,7 +59,7 @@ class RewriteCache:
             with cache_errors(self.directory, "read"):
                 rows = self._db.execute(query, chunk).fetchall()
             for key, entry in rows:
-                cached = _loaded(entry)
+                cached = _loaded(key, entry)
                 if cached is not None:
                     found[key] = cached
         return found
@@ -67,8 +69,8 @@ class RewriteCache:
             return
         outcomes = tuple(tuple(outcome) for outcome in cached.outcomes)
         entry = (cached.new, outcomes, cached.hunks, cached.error)
-        data = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
-        self._pending.append((key, zlib.compress(data, _ZLIB_LEVEL)))
+        data = zlib.compress(pickle.dumps(entry, pickle.HIGHEST_PROTOCOL), _ZLIB_LEVEL)
+        self._pending.append((key, sealed.seal(data, key.encode())))
         if len(self._pending) >= _FLUSH_EVERY:
             self.flush()
 
@@ -86,10 +88,14 @@ class RewriteCache:
             self._db.close()
 
 
-def _loaded(entry: bytes) -> CachedRewrite | None:
-    """An entry as stored; None for one this build cannot read (the file is migrated again)."""
+def _loaded(key: str, entry: bytes) -> CachedRewrite | None:
+    """An entry as stored; None for one this build cannot read, or that is not intact or not
+    `key`'s (the file is migrated again)."""
+    payload = sealed.unsealed(entry, key.encode())
+    if payload is None:
+        return None
     try:
-        new, outcomes, hunks, error = sealed.loads_payload(zlib.decompress(entry))
+        new, outcomes, hunks, error = sealed.loads_payload(zlib.decompress(payload))
         return CachedRewrite(new, tuple(map(Outcome._make, outcomes)), hunks, error)
     except Exception:
         return None
