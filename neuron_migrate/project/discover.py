@@ -94,7 +94,7 @@ def discover(
     """
     if not root.exists() and not root.is_symlink():
         raise UsageError(f"no such file or directory: {root}")
-    if root.is_file():
+    if root.is_file() or (root.exists() and not root.is_dir()):  # (a FIFO: its reader says so)
         yield SourcePath(str(root), shown_name(root.name))
         return
     suffixes = (*SOURCE_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else SOURCE_SUFFIXES
@@ -142,11 +142,33 @@ def _walk(
                 continue
             yield from _walk(entry.path, shown, suffixes, exclude, folders, kind_of, folder_links)
         elif name.endswith(suffixes) or (
-            kind_of is not None and kind_of(entry.path, rel_dir + name) is not None
+            kind_of is not None and _kind(entry, rel_dir + name, kind_of) is not None
         ):
             display = rel_dir + shown_name(name)
             if not (exclude and _excluded(display, exclude)):
                 yield SourcePath(entry.path, display)
+
+
+def _kind(
+    entry: os.DirEntry[str], display: str, kind_of: Callable[[str, str], str | None]
+) -> str | None:
+    """The project file kind of a file the walk meets. One that is not a regular file (a
+    FIFO) is never opened to look at its first line: any name a project file may have is
+    taken, for its reader to list it as skipped."""
+    if _special(entry):
+        from neuron_migrate.project_files.kinds import kind_by_name, may_be_shell_script
+
+        kind = kind_by_name(display)
+        return kind if kind is not None or not may_be_shell_script(entry.name) else "shell"
+    return kind_of(entry.path, display)
+
+
+def _special(entry: os.DirEntry[str]) -> bool:
+    """Neither a regular file nor a folder, nor a broken link (its reader reports it)."""
+    try:
+        return not entry.is_file() and not entry.is_dir() and os.path.exists(entry.path)
+    except OSError:
+        return False
 
 
 # Why a symlink to a folder is listed under `skipped`.

@@ -6,6 +6,7 @@ same words.
 
 import errno
 import os
+import stat
 from codecs import BOM_UTF8
 from typing import NamedTuple
 
@@ -20,12 +21,19 @@ class SourceFile(NamedTuple):
     encoding: str
 
 
+# Opening a FIFO to read waits for a writer, for ever: opened without waiting, then refused.
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes | FileError:
     # os-level calls: a scan reads every file of the tree, and a re-scan does little else.
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, OPEN_FLAGS)
         try:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return not_regular(display, info.st_mode)
+            size = info.st_size
             if size > max_bytes:
                 return FileError(
                     display,
@@ -39,11 +47,32 @@ def read_bytes(path: str, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> b
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return FileError(display, "symlink loop", "loop")
+        if exc.errno == errno.ENXIO:  # a socket: it cannot be opened at all
+            return not_regular(display, stat.S_IFSOCK)
         if exc.errno == errno.ENOENT:
             return FileError(
                 display, "cannot read: dangling symlink or file vanished", "unreadable"
             )
         return FileError(display, f"cannot read: {exc.strerror or exc}", "unreadable")
+
+
+# What a file that is not a regular one is (`FileError.kind`): listed as skipped, never read.
+NOT_REGULAR = "not_regular"
+
+
+def not_regular(display: str, mode: int) -> FileError:
+    what = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "a special file"
+    )
+    return FileError(display, f"{what}: not a regular file, not read", NOT_REGULAR)
 
 
 def _read_all(fd: int, size: int) -> bytes:

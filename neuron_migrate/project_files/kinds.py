@@ -2,6 +2,7 @@
 shell shebang for files without an extension)."""
 
 import fnmatch
+import os
 import re
 
 # (kind, name patterns), first match wins; names are matched case-sensitively, as on Linux.
@@ -92,10 +93,18 @@ def kind_of(display: str, data: bytes | None = None) -> str | None:
 
 
 def head_is_shell(path: str) -> bool:
-    """Whether the file at `path` starts with a shell shebang (an unreadable one: no)."""
+    """Whether the file at `path` starts with a shell shebang (an unreadable one, or one that
+    is not a regular file: no; a FIFO is never opened to wait for a writer)."""
+    import stat
+
+    from neuron_migrate.project.source import OPEN_FLAGS
+
     try:
-        with open(path, "rb") as handle:
-            return is_shell_shebang(handle.read(200))
+        fd = os.open(path, OPEN_FLAGS)
+        try:
+            return stat.S_ISREG(os.fstat(fd).st_mode) and is_shell_shebang(os.read(fd, 200))
+        finally:
+            os.close(fd)
     except OSError:
         return False
 

@@ -20,7 +20,7 @@ from neuron_migrate.project.discover import (
     is_folder_link,
     may_hold_findings,
 )
-from neuron_migrate.project.source import DEFAULT_MAX_BYTES, decode, read_bytes
+from neuron_migrate.project.source import DEFAULT_MAX_BYTES, NOT_REGULAR, decode, read_bytes
 from neuron_migrate.project_files.kinds import kind_of
 from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context, config_digest, context_for
@@ -261,7 +261,9 @@ def _prepared(
         if item is None:  # recalled, but the cache no longer holds the result
             item = read_bytes(source.path, display, settings.max_bytes)
             key = _key_of(item, digest, display)
-        if isinstance(item, FileError):
+        if isinstance(item, FileError) and item.kind == NOT_REGULAR:  # a FIFO: never opened
+            yield ScannedFile(display, skipped=item.reason), None, ""
+        elif isinstance(item, FileError):
             yield ScannedFile(display, error=item), None, ""
         elif _blank(item):
             index.remember(source.path, display, sig, EMPTY)

@@ -12,7 +12,7 @@ from neuron_migrate.project.notebook import (
     split_notebook,
     written_files,
 )
-from neuron_migrate.project.source import read_bytes
+from neuron_migrate.project.source import NOT_REGULAR, read_bytes
 from neuron_migrate.scan.analysis import analyze_source
 from neuron_migrate.scan.engine import ScanSettings
 from neuron_migrate.scan.findings import FileError, FileResult, Finding
@@ -28,6 +28,8 @@ def scan_notebook(source: SourcePath, settings: ScanSettings, cache: ResultStore
     """One .ipynb file: its findings located by cell, its suppression comments applied."""
     display = source.display
     data = read_bytes(source.path, display, settings.max_bytes)
+    if isinstance(data, FileError) and data.kind == NOT_REGULAR:  # a FIFO: never opened
+        return ScannedFile(display, skipped=data.reason)
     if isinstance(data, FileError):
         return ScannedFile(display, error=data)
     if not data.strip():
