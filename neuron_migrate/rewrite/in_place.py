@@ -26,6 +26,7 @@ from pathlib import Path
 from neuron_migrate.rewrite.rewriter import read_digest, write_atomically
 
 CHANGED = "changed since it was read: not written (rewrite it again)"
+DELETED = "deleted since it was read: not written"
 
 
 class _Changed(Exception):
@@ -36,13 +37,17 @@ def write_in_place(
     path: str, data: bytes, root: Path, *, read_only_too: bool = False, read: bytes | None = None
 ) -> str | None:
     """Write `data` as the new text of the file at `path`, found under `root`. Returns why it
-    was not written (one line), or None when it was; OSError when writing failed. `read`: the
+    was not written (one line), or None when it was. `read`: the
     digest of the bytes the rewrite read (`rewriter.read_digest`); a file whose bytes differ
     now is not written."""
     try:
         return _write(path, data, root, read_only_too, read)
     except _Changed:
         return CHANGED
+    except FileNotFoundError:
+        return DELETED
+    except OSError as exc:  # a full disk, a folder this user may not write: this file only
+        return f"not written: {exc.strerror or exc}"
 
 
 def _write(

@@ -111,3 +111,47 @@ def test_a_hard_linked_file_edited_meanwhile_is_not_overwritten(
     assert result.exit_code == 2
     assert (tmp_path / "elsewhere.py").read_text().endswith(EDIT)
     assert "xm.xla_device()" in (tree / "m0.py").read_text()
+
+
+def test_a_file_deleted_after_it_was_read_is_named_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path, 3)
+    tree_rewrite = rewriter.rewrite_tree
+
+    def one_deleted(*args: object, **kwargs: object) -> Iterator[rewriter.FileRewrite]:
+        for result in tree_rewrite(*args, **kwargs):  # type: ignore[arg-type]
+            if result.display == "m1.py":
+                os.unlink(result.path)
+            yield result
+
+    monkeypatch.setattr(rewriter, "rewrite_tree", one_deleted)
+    result = invoke(["rewrite", "--apply", "--no-cache", "-j", "1", str(tree)])
+    assert result.exit_code == 2
+    assert "m1.py: deleted since it was read: not written" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tree / "m1.py").exists()  # not made again
+    for name in ("m0.py", "m2.py"):
+        assert "xla_device" not in (tree / name).read_text()
+
+
+def test_a_file_that_cannot_be_written_is_named_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path, 3)
+    from neuron_migrate.rewrite import in_place
+
+    writer = in_place.write_atomically
+
+    def full_disk(path: str, data: bytes, *args: object, **kwargs: object) -> None:
+        if path.endswith("m0.py"):
+            raise OSError(28, "No space left on device")
+        writer(path, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(in_place, "write_atomically", full_disk)
+    result = invoke(["rewrite", "--apply", "--no-cache", "-j", "1", str(tree)])
+    assert result.exit_code == 2
+    assert "m0.py: not written: No space left on device" in result.stderr
+    assert "xla_device" in (tree / "m0.py").read_text()
+    for name in ("m1.py", "m2.py"):
+        assert "xla_device" not in (tree / name).read_text()
