@@ -27,6 +27,10 @@ class CacheError(NeuronMigrateError):
     """The result cache's folder cannot be created, read or written."""
 
 
+class OutputError(NeuronMigrateError):
+    """A report or other output cannot be written (`-o` naming a folder, a full disk)."""
+
+
 class UnknownTargetError(UsageError):
     """`--target` names a torch-neuronx version with no matrix."""
 

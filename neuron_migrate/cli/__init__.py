@@ -112,12 +112,33 @@ def run_here(words: list[str]) -> None:
     except BrokenPipeError:
         _quiet_stdout()  # the reader left (`| head`): no traceback, and none at exit either
         sys.exit(1)
+    except OSError as exc:
+        if not _full(exc):
+            raise
+        _cannot_write(exc)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(1)
+    except OSError as exc:  # what was printed did not fit on the disk
+        _cannot_write(exc)
     sys.exit(code)
+
+
+def _full(exc: OSError) -> bool:
+    """A write that found no room: the disk, or this user's quota, is full."""
+    import errno
+
+    return exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def _cannot_write(exc: OSError) -> NoReturn:
+    """One line and exit 2 for output that could not be written: never exit 1, which a CI
+    reads as a failed gate."""
+    _say(f"cannot write the output: {exc.strerror or exc}")
+    _quiet_stdout()
+    sys.exit(2)
 
 
 def _quiet_stdout() -> None:

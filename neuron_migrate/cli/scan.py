@@ -270,11 +270,16 @@ def emit_report(
 
         from neuron_migrate.report.terminal import render_terminal
 
-        if output is not None:
-            with output.open("w", encoding="utf-8") as handle:
-                render_terminal(
-                    report, Console(file=handle, width=100, no_color=True), show_native=show_native
-                )
+        if output is not None:  # written as the other formats are: atomically
+            import io
+
+            from neuron_migrate.report.output import write_output
+
+            text = io.StringIO()
+            render_terminal(
+                report, Console(file=text, width=100, no_color=True), show_native=show_native
+            )
+            write_output(text.getvalue(), output)
         else:
             render_terminal(report, Console(), show_native=show_native)
     else:

@@ -6,9 +6,10 @@ kernel, after what was written before them is flushed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from neuron_migrate.pieces import HeldBytes
@@ -23,9 +24,28 @@ Chunk = str | bytes | memoryview | HeldBytes
 
 def write_output(text: str | Iterable[Chunk], path: Path | None) -> None:
     """Write `text`, or its pieces in order, to stdout or atomically to `path`. Byte pieces
-    (UTF-8) go to stdout's buffer as they are, without a decode and encode."""
+    (UTF-8) go to stdout's buffer as they are, without a decode and encode. OutputError (one
+    line) when it cannot be written."""
     with Sink(path) as sink:
         sink.write((text,) if isinstance(text, str) else text)
+
+
+@contextlib.contextmanager
+def _writing(path: Path | None) -> Iterator[None]:
+    """An OSError of writing the report (a full disk, a folder where the file should be) as
+    OutputError; a reader that left (BrokenPipeError) is the CLI's to handle."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        from neuron_migrate.errors import OutputError
+
+        where = "stdout" if path is None else str(path)
+        why = exc.strerror or str(exc)
+        if isinstance(exc, IsADirectoryError) and path is not None and path.is_dir():
+            why = "it is a folder (give a file name)"
+        raise OutputError(f"cannot write the report to {where}: {why}") from None
 
 
 class Sink:
@@ -40,18 +60,22 @@ class Sink:
         if path is not None:
             import tempfile  # here: a report to stdout does not load it (nor `random` with it)
 
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, self._temporary = tempfile.mkstemp(
-                dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-            )
+            with _writing(path):
+                if path.is_dir():
+                    raise IsADirectoryError(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, self._temporary = tempfile.mkstemp(
+                    dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+                )
             self._file = os.fdopen(fd, "wb")
 
     def write(self, chunks: Iterable[Chunk]) -> None:
         """Append `chunks`. One thread at a time."""
-        if self._file is None:
-            _write_stdout(chunks)
-        else:
-            _write_file(self._file, chunks)
+        with _writing(self._path):
+            if self._file is None:
+                _write_stdout(chunks)
+            else:
+                _write_file(self._file, chunks)
 
     def __enter__(self) -> Sink:
         return self
@@ -65,12 +89,13 @@ class Sink:
         if self._file is None or self._temporary is None or self._path is None:
             return
         try:
-            self._file.close()
-            if kind is None:
-                # mkstemp made it 0600: give it the mode a plain open would, as other tools'
-                # reports have (an existing report's own; a new one's from the umask).
-                os.chmod(self._temporary, _mode_for(self._path))
-                os.replace(self._temporary, self._path)
+            with _writing(self._path):
+                self._file.close()
+                if kind is None:
+                    # mkstemp made it 0600: give it the mode a plain open would, as other
+                    # tools' reports have (an existing report's own; a new one's from the umask).
+                    os.chmod(self._temporary, _mode_for(self._path))
+                    os.replace(self._temporary, self._path)
         finally:
             if os.path.exists(self._temporary):
                 os.unlink(self._temporary)
