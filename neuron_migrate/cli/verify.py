@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +20,9 @@ from neuron_migrate.cli.options import (
     repeatable,
 )
 from neuron_migrate.errors import UsageError
+
+if TYPE_CHECKING:
+    from neuron_migrate.verify.reconcile import VerifyReport
 
 FORMATS = ("terminal", "json", "markdown")
 
@@ -70,9 +74,33 @@ def verify_command(
         write_output(render_verify_json(report), output)
     elif output_format == "markdown":
         write_output(render_verify_markdown(report), output)
-    elif output is not None:
-        with output.open("w", encoding="utf-8") as handle:
-            render_verify_terminal(report, Console(file=handle, width=100), show_native=show_native)
+    elif output is not None:  # written as the other formats are: atomically, or one line
+        import io
+
+        text = io.StringIO()
+        render_verify_terminal(report, Console(file=text, width=100), show_native=show_native)
+        write_output(text.getvalue(), output)
     else:
         render_verify_terminal(report, Console(), show_native=show_native)
-    return 0 if gate_passed(report, on_contradiction) else 1
+    if gate_passed(report, on_contradiction):
+        return 0
+    # The exit code is explained whatever the format: an agreement of 100% may still exit 1.
+    print(
+        f"neuron-migrate: verify exits 1: {_why_failed(report, on_contradiction)}", file=sys.stderr
+    )
+    return 1
+
+
+def _why_failed(report: VerifyReport, on_contradiction: bool) -> str:
+    from neuron_migrate.report.summary import failed_gate_text, summarize
+
+    if report.run_failure is not None:
+        return "the run failed where the report did not foresee it (run_failure)"
+    contradicted = report.count("contradicted")
+    if on_contradiction and contradicted:
+        return f"{contradicted} findings contradicted by the run (--fail-on contradiction)"
+    gate = summarize(report.scan)["gate"]
+    return (
+        f"gate failed (--fail-on {','.join(gate['fail_on'])}): "
+        f"{failed_gate_text(report.scan, gate)}"
+    )

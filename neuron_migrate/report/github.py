@@ -11,7 +11,7 @@ from neuron_migrate.api import ScanReport
 from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
-    failing_text,
+    failed_gate_text,
     repo_path,
     sorted_findings,
     summarize,
@@ -75,7 +75,7 @@ def render_github(report: ScanReport) -> str:
     summary = summarize(report)
     gate = summary["gate"]
     suppressed = summary["suppressed"]
-    verdict = "passed" if gate["passed"] else f"failed ({failing_text(gate)})"
+    verdict = "passed" if gate["passed"] else f"failed ({failed_gate_text(report, gate)})"
     lines.append(
         f"neuron-migrate: {summary['findings']} findings, {suppressed['ignore']} ignored, "
         f"{suppressed['fixme']} fixme; gate {verdict}"

@@ -20,7 +20,7 @@ from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
     baseline_state,
-    failing_text,
+    failed_gate_text,
     location,
     sorted_findings,
     summarize,
@@ -87,7 +87,7 @@ def render_html(report: ScanReport) -> str:
     verdict = (
         f'<span class="pass">gate passed</span> (fail-on: {escape(statuses)})'
         if gate["passed"]
-        else f'<span class="fail">gate failed</span>: {escape(failing_text(gate))} '
+        else f'<span class="fail">gate failed</span>: {escape(failed_gate_text(report, gate))} '
         f"(fail-on: {escape(statuses)})"
     )
     files = summary["files"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from neuron_migrate.api import ScanReport
 from neuron_migrate.report.evidence_words import evidence_titles, in_words
-from neuron_migrate.report.summary import failing_text, location, sorted_findings, summarize
+from neuron_migrate.report.summary import failed_gate_text, location, sorted_findings, summarize
 from neuron_migrate.scan.findings import Finding
 
 
@@ -70,7 +70,7 @@ def render_junit(report: ScanReport) -> str:
             case,
             "failure",
             type="gate",
-            message=f"{failing_text(gate)} fail the gate (fail-on: {statuses})",
+            message=f"gate failed: {failed_gate_text(report, gate)} (fail-on: {statuses})",
         )
     suite.set("tests", "1")
     suite.set("failures", "0" if gate["passed"] else "1")

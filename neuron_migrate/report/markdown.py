@@ -11,7 +11,7 @@ from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     STATUS_ORDER,
-    failing_text,
+    failed_gate_text,
     location,
     sorted_findings,
     summarize,
@@ -51,7 +51,7 @@ def render_markdown(report: ScanReport) -> str:
     verdict = (
         f"✅ **Gate passed** (fail-on: {statuses})"
         if gate["passed"]
-        else f"❌ **Gate failed**: {failing_text(gate)} (fail-on: {statuses})"
+        else f"❌ **Gate failed**: {failed_gate_text(report, gate)} (fail-on: {statuses})"
     )
     files = summary["files"]
     out = [

@@ -128,3 +128,22 @@ def failing_text(gate: dict[str, Any]) -> str:
     if errors:
         text += f" and {errors} file{'s' if errors != 1 else ''} not scanned"
     return text
+
+
+# How many of what fails the gate its verdict names (the report lists the rest).
+NAMED_FAILURES = 3
+
+
+def failed_gate_text(report: ScanReport, gate: dict[str, Any]) -> str:
+    """What fails the gate, in words and by name: "1 findings: job.yaml:1 NM813", "9 findings:
+    a.py:3 NM101, ... and 6 more", a file not scanned as "x.py (not scanned)"."""
+    names = [
+        f"{f.path}:{'' if f.cell is None else f'cell {f.cell}:'}{f.line} {f.code}"
+        for f in sorted_findings(report.gate_failures)
+    ]
+    names += [f"{error.path} (not scanned)" for error in report.failing_errors]
+    if not names:  # counted, not held (a report spliced from a kept one): the count alone
+        return failing_text(gate)
+    shown = ", ".join(names[:NAMED_FAILURES])
+    more = len(names) - NAMED_FAILURES
+    return f"{failing_text(gate)}: {shown}" + (f" and {more} more" if more > 0 else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from itertools import groupby
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,7 +13,13 @@ from rich.text import Text
 
 from neuron_migrate.api import ScanReport
 from neuron_migrate.report.evidence_words import evidence_titles, in_words
-from neuron_migrate.report.summary import STATUS_LABEL, STATUS_ORDER, failing_text, summarize
+from neuron_migrate.report.summary import (
+    STATUS_LABEL,
+    STATUS_ORDER,
+    failed_gate_text,
+    failing_text,
+    summarize,
+)
 
 STATUS_STYLE = {
     "unsupported": "bold red",
@@ -89,9 +96,17 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         console.print(f"\n[green]gate passed[/] (--fail-on {','.join(gate['fail_on']) or 'none'})")
     else:
         console.print(
-            f"\n[bold red]gate failed[/]: {failing_text(gate)} with status "
-            f"{', '.join(gate['fail_on'])}"
+            f"\n[bold red]gate failed[/]: {escape(failing_text(gate))} with status "
+            f"{', '.join(gate['fail_on'])}{escape(_named(report, gate))}",
+            overflow="fold",
         )
+
+
+def _named(report: ScanReport, gate: dict[str, Any]) -> str:
+    """The failures `failed_gate_text` names, after the count the line already gives."""
+    counted = failing_text(gate)
+    named = failed_gate_text(report, gate)
+    return named[len(counted) :] if named != counted else ""
 
 
 def _suppressions(report: ScanReport, console: Console, summary: dict[str, object]) -> None:
