@@ -1,5 +1,6 @@
 """A `rewrite --apply` the server runs leaves a file edited after it was read as the command
-run by itself does (tests/rewrite/test_apply_edited_meanwhile.py).
+run by itself does (tests/rewrite/test_apply_edited_meanwhile.py), and stops when its client is
+killed, as the command run by itself would.
 
 The edit is injected in the server's own process: a `sitecustomize` module on its PYTHONPATH
 wraps the tree rewrite, so that each file read is edited before its result is written, in the
@@ -9,6 +10,9 @@ commands whose environment asks for it.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +79,35 @@ def test_a_served_apply_leaves_files_edited_after_they_were_read(
     for index in range(4):
         assert f"m{index}.py: changed since it was read" in applied.stderr
         assert (tree / f"m{index}.py").read_text() == XLA + EDIT
+
+
+def _migrated(tree: Path) -> int:
+    return sum("xla_device" not in path.read_text() for path in tree.glob("*.py"))
+
+
+def test_a_killed_client_stops_the_rewrite_the_server_runs_for_it(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    count = 1500
+    for index in range(count):
+        (tree / f"m{index:04}.py").write_text(XLA + f"x_{index} = device\n" * 20)
+    before = _served_count(server)
+    command = ["rewrite", "--apply", "--no-cache", "-j", "1", str(tree)]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "neuron_migrate", *command],
+        env=server,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while _migrated(tree) == 0 and time.monotonic() < deadline:  # writing has begun
+        time.sleep(0.05)
+    assert _served_count(server) == before + 1  # the server runs it
+    client.kill()
+    client.wait(timeout=10)
+    time.sleep(1.0)  # what was in flight
+    stopped_at = _migrated(tree)
+    time.sleep(3.0)
+    assert _migrated(tree) == stopped_at < count

@@ -34,6 +34,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -284,6 +285,10 @@ def _run_child(
         _reopen_streams(payload["streams"])
         conn.settimeout(None)
         send_reply(conn, STARTED, os.getpid())
+        finished = threading.Event()
+        threading.Thread(
+            target=_end_with_client, args=(conn, finished), name="client watch", daemon=True
+        ).start()
     except BaseException:
         os._exit(2)
     code = 1  # what an exception that escapes gives, as in a process of its own
@@ -297,11 +302,27 @@ def _run_child(
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):
                 stream.flush()
+        finished.set()  # the client closes once told: that is no client gone
         with contextlib.suppress(BaseException):
             send_reply(conn, EXITED, code)
         with contextlib.suppress(BaseException):
             _list_snapshots(snapshots, report_snapshot.used)
         os._exit(code & 0xFF)
+
+
+def _end_with_client(conn: socket.socket, finished: threading.Event) -> None:
+    """End the command as its own process would end if its client is gone before it is done
+    (killed with SIGKILL, its terminal closed): a client sends nothing after RUN, so the
+    connection's end is the client's. A rewrite --apply must not go on writing files for no
+    one. SIGKILL, as a client killed so would have had: its workers end with it, and the next
+    --apply removes a temporary file left mid-write."""
+    try:
+        while conn.recv(1):
+            pass
+    except OSError:
+        pass
+    if not finished.is_set():
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _list_snapshots(listing: str, used: Sequence[tuple[str, str]]) -> None:
