@@ -5,6 +5,10 @@ Without it, `kill -TERM` of `neuron-migrate run` ended `run` at once and left th
 its workers) running under PID 1, and a SIGINT sent to `run`'s PID alone was swallowed. Now
 SIGINT, SIGTERM and SIGHUP sent to `run` reach every process of the command, `run` waits for
 it, and exits with its status (128 + the signal's number when a signal ended it).
+
+SIGKILL cannot be passed on: a `run` killed so left its command running. A watcher process
+forked once the command starts (`_group_reaper`) waits on a pipe whose writing end only `run`
+holds, and kills the command's group when the pipe closes without `run` saying it is done.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Forwarder:
         self.pid: int | None = None
         self.pending: list[int] = []
         self.terminal: tuple[int, int] | None = None
+        self.reaper: tuple[int, int] | None = None  # its pipe's writing end, its pid
 
     def forward(self, signum: int, frame: object = None) -> None:
         if self.pid is None:
@@ -43,6 +48,7 @@ class Forwarder:
         self.pid = pid
         if NEW_GROUP is not None and threading.current_thread() is threading.main_thread():
             self.terminal = _foreground(pid)
+            self.reaper = _group_reaper(pid)
         for signum in self.pending:
             self.forward(signum)
 
@@ -60,10 +66,48 @@ def forwarding_signals() -> Iterator[Forwarder]:
     try:
         yield forwarder
     finally:
+        if forwarder.reaper is not None:
+            _done(*forwarder.reaper)
         if forwarder.terminal is not None:
             _restore_foreground(*forwarder.terminal)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _group_reaper(group: int) -> tuple[int, int] | None:
+    """A process that kills `group` with SIGKILL when this process ends without calling
+    `_done` (killed with SIGKILL, say): the pipe it reads closes with the last writer, and
+    only this process holds that end (not inheritable: the command never gets it)."""
+    if not hasattr(os, "fork"):
+        return None
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the watcher: os-level calls only, then out
+        try:
+            os.close(write)
+            for signum in FORWARDED:  # `run`'s to pass on, not the watcher's to die of
+                signal.signal(signum, signal.SIG_IGN)
+            if not os.read(read, 1):
+                os.killpg(group, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.close(read)
+    return write, pid
+
+
+def _done(write: int, pid: int) -> None:
+    """Tell the watcher the command was waited for, and reap it."""
+    with contextlib.suppress(OSError):
+        os.write(write, b"d")
+    with contextlib.suppress(OSError):
+        os.close(write)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
 
 
 def _foreground(pid: int) -> tuple[int, int] | None:

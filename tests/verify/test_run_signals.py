@@ -84,3 +84,22 @@ def test_sigint_to_run_alone_interrupts_the_command(tmp_path: Path) -> None:
     os.kill(run.pid, signal.SIGINT)
     assert run.wait(timeout=60) == 128 + signal.SIGINT
     assert _ended(child, grandchild)
+
+
+def test_sigkill_to_run_ends_the_command_and_what_it_started(tmp_path: Path) -> None:
+    run, (child, grandchild) = _started(tmp_path)
+    os.kill(run.pid, signal.SIGKILL)  # nothing of run's own can pass this one on
+    assert run.wait(timeout=60) == -signal.SIGKILL
+    assert _ended(child, grandchild)
+
+
+def test_a_run_that_ends_by_itself_leaves_its_group_alone(tmp_path: Path) -> None:
+    (tmp_path / "quick.py").write_text("print('done')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", "run", "-q", "--", "python", "quick.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout == "done\n", done.stderr
