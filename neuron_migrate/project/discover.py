@@ -89,8 +89,9 @@ def discover(
 
     Folders reached through symlinks are not followed (no loops, no trees outside the root);
     with `folder_links`, each is yielded with a display ending in `/`, for the scan to list
-    under `skipped` (`FOLDER_LINK`). Symlinked files are read, and a broken or looping one is
-    reported by the reader.
+    under `skipped` (`FOLDER_LINK`), and so is a folder that cannot be listed, for the scan to
+    list under `errors` (`unlisted_folder`). Symlinked files are read, and a broken or looping
+    one is reported by the reader.
     """
     if not root.exists() and not root.is_symlink():
         raise UsageError(f"no such file or directory: {root}")
@@ -125,6 +126,8 @@ def _walk(
             # A subfolder's files sort as its name and a slash: `b.py` < `b/c.py` < `ba.py`.
             entries = sorted(listing, key=_path_key)
     except OSError:
+        if folder_links:  # the scan lists it as an error: code it could not read
+            yield SourcePath(folder, rel_dir or "./")
         return
     for entry in entries:
         name = entry.name
@@ -176,7 +179,20 @@ FOLDER_LINK = "symlink to a folder: not followed"
 
 
 def is_folder_link(source: SourcePath) -> bool:
+    """A folder the walk yields rather than enters (`discover`'s `folder_links`): a symlink to
+    a folder, or a folder it could not list (`unlisted_folder` says which)."""
     return source.display.endswith("/")
+
+
+def unlisted_folder(source: SourcePath) -> str | None:
+    """Why the folder `source` could not be listed; None for a symlink to a folder (skipped)."""
+    if os.path.islink(source.path):
+        return None
+    try:
+        os.scandir(source.path).close()
+    except OSError as exc:
+        return f"cannot list the folder: {exc.strerror or exc}"
+    return "cannot list the folder"  # (it could be listed when it was walked)
 
 
 def shown_name(name: str) -> str:

@@ -19,6 +19,7 @@ from neuron_migrate.project.discover import (
     SourcePath,
     is_folder_link,
     may_hold_findings,
+    unlisted_folder,
 )
 from neuron_migrate.project.source import DEFAULT_MAX_BYTES, NOT_REGULAR, decode, read_bytes
 from neuron_migrate.project_files.kinds import kind_of
@@ -244,7 +245,15 @@ def _prepared(
     for source, sig, outcome, item, key in zip(group, sigs, outcomes, data, keys, strict=True):
         display = source.display
         if is_folder_link(source):
-            yield ScannedFile(display, skipped=FOLDER_LINK), None, ""
+            unlisted = unlisted_folder(source)
+            if unlisted is None:
+                yield ScannedFile(display, skipped=FOLDER_LINK), None, ""
+            else:  # an error: --fail-on error fails on code never read
+                yield (
+                    ScannedFile(display, error=FileError(display, unlisted, "unreadable")),
+                    None,
+                    "",
+                )
             continue
         if outcome == PREFILTERED:
             yield prefiltered(display), None, ""
