@@ -81,6 +81,9 @@ class SplitNotebook:
     cell_magic_lines: dict[int, str] = field(default_factory=dict)  # cell -> its %%magic line
     language: str = "python"
     continued: frozenset[int] = frozenset()  # magics that continue a command's line: verbatim
+    # A cell's indented first line (IPython drops that indentation): verbatim while it stays
+    # first, else at its block's indentation (an import the rewrite added above it).
+    leading: frozenset[int] = frozenset()
 
     def locate(self, line: int) -> tuple[int, int] | None:
         """(cell, line in cell) for a line of `source`; None for a sentinel line."""
@@ -155,6 +158,7 @@ def split_notebook(text: str) -> SplitNotebook:
     spans: list[CellSpan] = []
     magics: list[str] = []
     continued: set[int] = set()
+    leading: set[int] = set()
     cell_magic_lines: dict[int, str] = {}
     line = 1
     for number, cell in enumerate(data["cells"], 1):
@@ -167,7 +171,7 @@ def split_notebook(text: str) -> SplitNotebook:
                 continue  # not Python: leave the cell alone
             cell_magic_lines[number] = first + "\n"
             body = rest
-        masked = _mask_magics(body, magics, continued)
+        masked = _mask_magics(body, magics, continued, leading)
         parts.append(f"{CELL_SENTINEL}({number})\n")
         line += 1
         trailing = body.endswith("\n")
@@ -183,6 +187,7 @@ def split_notebook(text: str) -> SplitNotebook:
         cell_magic_lines,
         language,
         frozenset(continued),
+        frozenset(leading),
     )
 
 
@@ -196,12 +201,13 @@ def _parses(body: str) -> bool:
     return True
 
 
-def _mask_magics(body: str, magics: list[str], continued: set[int]) -> str:
+def _mask_magics(body: str, magics: list[str], continued: set[int], leading: set[int]) -> str:
     if not body or _parses(body):
         return body
     out = []
     continuing = False
     indent = ""
+    code = False  # a line of code came before: a command's indentation is the block's
     for line in body.splitlines(keepends=True):
         if continuing or _MAGIC_LINE.match(line):
             if continuing:
@@ -209,14 +215,19 @@ def _mask_magics(body: str, magics: list[str], continued: set[int]) -> str:
                 # continuation line keeps the command's indentation (its own would be an
                 # unexpected indent) and comes back exactly as it was.
                 continued.add(len(magics))
-            else:
+            elif code:
                 indent = line[: len(line) - len(line.lstrip())]
+            else:  # the cell's first line: IPython drops its indentation (`  !pip install`)
+                indent = ""
+                if line[:1] in " \t":
+                    leading.add(len(magics))
             ending = "\n" if line.endswith("\n") else ""
             out.append(f"{indent}{MAGIC_PLACEHOLDER}({len(magics)}){ending}")
             magics.append(line.rstrip("\n"))
             continuing = line.rstrip("\r\n").endswith("\\")
         else:
             out.append(line)
+            code = code or (bool(line.strip()) and not line.lstrip().startswith("#"))
     return "".join(out)
 
 
@@ -227,16 +238,21 @@ def cell_sources(split: SplitNotebook, module: str) -> dict[int, str]:
     out: dict[int, list[str]] = {}
     current: int | None = None
     preamble: list[str] = []
+    code = False  # the cell being taken out has a line that is not blank (the preamble's too)
     for line in module.splitlines(keepends=True):
         sentinel = _SENTINEL_LINE.match(line)
         if sentinel:
             current = int(sentinel.group(1))
             if current not in wanted:
                 raise NotebookError(f"cell sentinel {current} does not belong to this notebook")
+            code = code and not out
             out[current] = preamble if not out else []
             preamble = []
             continue
-        (out[current] if current is not None else preamble).append(_restore(line, split))
+        (out[current] if current is not None else preamble).append(
+            _restore(line, split, first=not code)
+        )
+        code = code or bool(line.strip())
     missing = sorted(set(wanted) - set(out))
     if missing:
         raise NotebookError(f"the rewritten module lost the start of cell {missing[0]}")
@@ -249,14 +265,14 @@ def cell_sources(split: SplitNotebook, module: str) -> dict[int, str]:
     return result
 
 
-def _restore(line: str, split: SplitNotebook) -> str:
+def _restore(line: str, split: SplitNotebook, first: bool = False) -> str:
     match = _PLACEHOLDER_LINE.match(line)
     if match is None:
         return line
     number = int(match.group(2))
     original = split.magics[number]
     ending = "\n" if line.endswith("\n") else ""
-    if number in split.continued:
+    if number in split.continued or (first and number in split.leading):
         return original + ending
     return match.group(1) + original.lstrip() + ending
 

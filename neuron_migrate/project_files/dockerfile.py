@@ -15,6 +15,8 @@ from neuron_migrate.project_files.shell import INSTANCE_TYPE, VENV, Fragment, sh
 _INSTRUCTION = re.compile(r"^[ \t]*(?P<word>[A-Za-z]+)(?P<gap>[ \t]+|$)")
 _HEREDOC = re.compile(r"<<-?(?P<quote>[\"']?)(?P<word>[A-Za-z_][\w]*)(?P=quote)")
 _READS = re.compile(r"\$\{?([A-Za-z_]\w*)")
+_CONTINUED = re.compile(r"[ \t]*(\r?\n|\r)")
+_BLANKS_AFTER_BACKSLASH = re.compile(r"\\([ \t]+)(\r?\n)")
 _SHELL_INSTRUCTIONS = frozenset({"RUN", "CMD", "ENTRYPOINT"})
 _INSTRUCTIONS = frozenset(
     {
@@ -55,7 +57,8 @@ def instructions(text: str) -> Iterator[Instruction]:
         args_start = offset + found.end()
         # Continuations: a line ending in a backslash goes on; comment lines inside are skipped.
         end_line = i
-        while lines[end_line].rstrip("\r\n").endswith("\\") and end_line + 1 < len(lines):
+        # BuildKit takes blanks after the backslash too.
+        while lines[end_line].rstrip().endswith("\\") and end_line + 1 < len(lines):
             end_line += 1
             while end_line + 1 < len(lines) and lines[end_line].lstrip().startswith("#"):
                 end_line += 1
@@ -91,8 +94,8 @@ def tokens(text: str, start: int, end: int) -> list[_Token]:
     i = start
     while i < end:
         char = text[i]
-        if char in " \t\r\n" or (char == "\\" and text[i + 1 : i + 2] in ("\n", "\r")):
-            i += 2 if char == "\\" else 1
+        if char in " \t\r\n" or (char == "\\" and _line_break_after(text, i + 1)):
+            i += 1
             continue
         word_start = i
         value = []
@@ -109,7 +112,7 @@ def tokens(text: str, start: int, end: int) -> list[_Token]:
                     value.append(char)
             elif char in "\"'":
                 quote = char
-            elif char == "\\" and i + 1 < end and text[i + 1] not in "\r\n":
+            elif char == "\\" and i + 1 < end and not _line_break_after(text, i + 1):
                 i += 1
                 value.append(text[i])
             elif char in " \t\r\n" or char == "\\":
@@ -154,8 +157,17 @@ def _line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
+def _line_break_after(text: str, at: int) -> bool:
+    """Only blanks, then a line break, from `at`: a `\\` before it continues the line."""
+    return _CONTINUED.match(text, at) is not None
+
+
 def _shell(text: str, start: int, end: int, marker_at: int, indent: str) -> Iterator[Hit]:
-    fragment = Fragment(text[start:end], lambda o: o + start, True, marker_at, indent)
+    # A continuation's blanks go before its backslash, for bash to read it as one (the length,
+    # and so every offset, stays): the fragment is then no longer the file's own text.
+    shell = _BLANKS_AFTER_BACKSLASH.sub(r"\1\\\2", text[start:end])
+    exact = shell == text[start:end]
+    fragment = Fragment(shell, lambda o: o + start, exact, marker_at, indent)
     yield from shell_hits(fragment, text)
 
 

@@ -92,20 +92,35 @@ def script_hits(text: str) -> Iterator[Hit]:
     data = text.encode("utf-8")
     tree = _parser().parse(data)
     if tree.root_node.has_error:
-        node = _first_error(tree.root_node)
-        line = (node.start_point[0] + 1) if node is not None else 1
-        raise ShellError(f"shell syntax error at line {line}")
+        node = next((n for n in _errors(tree.root_node) if not _bash_takes(n)), None)
+        if node is not None:
+            raise ShellError(f"shell syntax error at line {node.start_point[0] + 1}")
     yield from _hits(Fragment(text, lambda o: o, True), text, data, tree)
 
 
-def _first_error(root: Any) -> Any:
+def _errors(root: Any) -> Iterator[Any]:
     stack = [root]
     while stack:
         node = stack.pop()
         if node.type == "ERROR" or node.is_missing:
-            return node
+            yield node
         stack.extend(reversed(node.children))
-    return None
+
+
+def _bash_takes(node: Any) -> bool:
+    """An error of the grammar's, not of the script: a command of assignments and redirects
+    only (`OUT=$(X=$(cmd) 2>&1)`, `X=1 >log`), which bash runs, is read with a command name
+    missing. The rest of its tree is sound."""
+    parent = node.parent
+    command = parent.parent if parent is not None else None
+    return (
+        node.is_missing
+        and node.type == "word"
+        and parent.type == "command_name"
+        and command is not None
+        and command.type == "command"
+        and any(child.type == "variable_assignment" for child in command.children)
+    )
 
 
 def shell_hits(
