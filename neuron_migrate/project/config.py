@@ -69,10 +69,23 @@ def find_config(start: Path) -> Path | None:
 
 def _has_table(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = path.read_bytes()
+    except OSError:
         return False
-    return "neuron-migrate" in text and _table(_parse(path, text)) is not None
+    if b"neuron-migrate" not in data:
+        return False
+    # One that names the table but is not UTF-8 (which TOML requires) is an error, never a
+    # config passed over in silence: its fail-on would have set the gate.
+    return _table(_parse(path, _decoded(path, data))) is not None
+
+
+def _decoded(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFileError(
+            str(path), "(file)", f"not valid UTF-8 at byte {exc.start} (TOML is UTF-8)"
+        ) from None
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:
@@ -95,10 +108,10 @@ def _table(data: Mapping[str, Any]) -> Any:
 def load_config(path: Path) -> Config:
     """Read and validate [tool.neuron-migrate] of `path`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise DataFileError(str(path), "(file)", f"cannot read: {exc}") from None
-    table = _table(_parse(path, text))
+    table = _table(_parse(path, _decoded(path, data)))
     if table is None:
         return Config(path=path)
     return parse_table(table, path)

@@ -111,3 +111,22 @@ def test_a_pyproject_without_the_table_is_passed_over(tmp_path: Path) -> None:
     inner.mkdir()
     (inner / "pyproject.toml").write_text("[tool.other]\nx = 1\n")
     assert find_config(inner) == tmp_path / "pyproject.toml"
+
+
+@pytest.mark.parametrize("command", [["scan"], ["rewrite"]])
+def test_a_config_that_is_not_utf8_is_one_line_exit_2(tmp_path: Path, command: list[str]) -> None:
+    # A fail-on the scan would have obeyed, and a byte TOML forbids (TOML is UTF-8).
+    (tmp_path / "pyproject.toml").write_bytes(
+        b'[tool.neuron-migrate]\nfail-on = "any"\n# caf\xe9\n'
+    )
+    (tmp_path / "train.py").write_text(XLA)
+    code, out, err = invoke([*command, str(tmp_path), "--no-cache", "-j", "1"])
+    assert code == 2 and out == "", err
+    assert len(err.strip().splitlines()) == 1 and "not valid UTF-8" in err
+    assert str(tmp_path / "pyproject.toml") in err
+
+
+def test_a_pyproject_without_the_table_is_not_read_whatever_its_bytes(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b"[project]\nname = 'caf\xe9'\n")
+    (tmp_path / "train.py").write_text(XLA)
+    assert invoke(["scan", str(tmp_path), "--no-cache", "-j", "1"])[0] == 0
