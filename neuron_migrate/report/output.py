@@ -63,6 +63,8 @@ class Sink:
             with _writing(path):
                 if path.is_dir():
                     raise IsADirectoryError(path)
+                if path.is_symlink():  # the link stays; its target gets the report
+                    path = self._path = Path(os.path.realpath(path))
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, self._temporary = tempfile.mkstemp(
                     dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"

@@ -84,3 +84,16 @@ def test_stdout_on_a_full_disk(tree: Path, args: list[str]) -> None:
         stderr = stderr.strip().splitlines()[-1]
     _one_line_exit_2(done.returncode, stderr)
     assert "No space left on device" in stderr
+
+
+@pytest.mark.parametrize("form", FORMATS)
+def test_o_onto_a_symlink_writes_its_target(tree: Path, tmp_path: Path, form: str) -> None:
+    (tmp_path / "reports").mkdir()
+    target = tmp_path / "reports" / "latest.out"
+    target.write_text("old\n")
+    link = tmp_path / "report.out"
+    link.symlink_to("reports/latest.out")
+    result = invoke(["scan", "--no-cache", "-f", form, "-o", str(link), str(tree)])
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == "reports/latest.out"
+    assert "xla_device" in target.read_text()
