@@ -12,6 +12,7 @@ from neuron_migrate.report.evidence_words import evidence_titles, in_words
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     failed_gate_text,
+    named_message,
     repo_path,
     sorted_findings,
     summarize,
@@ -43,7 +44,7 @@ def render_github(report: ScanReport) -> str:
         lines.append(
             _command(
                 kind,
-                f"{cell}{in_words(f.message, titles)}{fix}",
+                f"{cell}{named_message(f, in_words(f.message, titles))}{fix}",
                 file=repo_path(report, f.path),
                 line=None if f.cell is not None else f.line,
                 endLine=None if f.cell is not None else max(f.end_line, f.line),

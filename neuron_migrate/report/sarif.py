@@ -24,6 +24,7 @@ from neuron_migrate.report.sarif_fixes import Hunk, fixes_for, sarif_fix
 from neuron_migrate.report.summary import (
     STATUS_LABEL,
     baseline_state,
+    named_message,
     repo_path,
     sorted_findings,
     summarize,
@@ -176,7 +177,7 @@ def _location(report: ScanReport, f: Finding) -> dict[str, Any]:
 def _message(f: Finding) -> str:
     where = f"cell {f.cell}: " if f.cell is not None else ""
     fix = f" Replacement: {f.replacement}" if f.replacement else ""
-    return f"{where}{f.message}{fix}"
+    return f"{where}{named_message(f)}{fix}"
 
 
 def _result(

@@ -121,6 +121,16 @@ def location(finding: Finding) -> str:
     return f"{finding.path}:{cell}{finding.line}:{finding.col + 1}"
 
 
+def named_message(finding: Finding, message: str | None = None) -> str:
+    """`message` (default: the finding's) led by the finding's subject when it does not name
+    it: a project-file finding's api is `kind:subject` (`xla-env-var:XLA_USE_BF16`), and where
+    only the message is shown (GitHub code scanning) "no native switch: ..." says nothing of
+    which variable."""
+    text = finding.message if message is None else message
+    _kind, colon, subject = finding.api.partition(":")
+    return f"{subject}: {text}" if colon and subject and subject not in text else text
+
+
 def failing_text(gate: dict[str, Any]) -> str:
     """What fails the gate, in words: "3 findings", "3 findings and 1 file not scanned"."""
     text = f"{gate['failing_findings']} findings"
