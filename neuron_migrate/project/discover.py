@@ -91,7 +91,8 @@ def discover(
     with `folder_links`, each is yielded with a display ending in `/`, for the scan to list
     under `skipped` (`FOLDER_LINK`), and so is a folder that cannot be listed, for the scan to
     list under `errors` (`unlisted_folder`). Symlinked files are read, and a broken or looping
-    one is reported by the reader.
+    one is reported by the reader; with `folder_links`, one that leads outside the tree is
+    yielded as an `OutsideLink`, for the scan to list under `skipped`.
     """
     if not root.exists() and not root.is_symlink():
         raise UsageError(f"no such file or directory: {root}")
@@ -104,7 +105,8 @@ def discover(
         from neuron_migrate.project_files.kinds import discovered_kind
 
         kind_of = discovered_kind
-    yield from _walk(str(root), "", suffixes, exclude, folders, kind_of, folder_links)
+    inside = os.path.realpath(root) if folder_links else None
+    yield from _walk(str(root), "", suffixes, exclude, folders, kind_of, folder_links, inside)
 
 
 def _walk(
@@ -115,6 +117,7 @@ def _walk(
     folders: list[str] | None,
     kind_of: Callable[[str, str], str | None] | None = None,
     folder_links: bool = False,
+    inside: str | None = None,
 ) -> Iterator[SourcePath]:
     """The files under `folder` in the order of their display paths (the report's order: the
     cache then holds consecutive files' rows one after another), in one `scandir` a folder;
@@ -143,12 +146,18 @@ def _walk(
                 if folder_links:
                     yield SourcePath(entry.path, shown)
                 continue
-            yield from _walk(entry.path, shown, suffixes, exclude, folders, kind_of, folder_links)
+            yield from _walk(
+                entry.path, shown, suffixes, exclude, folders, kind_of, folder_links, inside
+            )
         elif name.endswith(suffixes) or (
             kind_of is not None and _kind(entry, rel_dir + name, kind_of) is not None
         ):
             display = rel_dir + shown_name(name)
-            if not (exclude and _excluded(display, exclude)):
+            if exclude and _excluded(display, exclude):
+                continue
+            if inside is not None and entry.is_symlink() and _leads_out(entry.path, inside):
+                yield OutsideLink(entry.path, display)
+            else:
                 yield SourcePath(entry.path, display)
 
 
@@ -172,6 +181,19 @@ def _special(entry: os.DirEntry[str]) -> bool:
         return not entry.is_file() and not entry.is_dir() and os.path.exists(entry.path)
     except OSError:
         return False
+
+
+class OutsideLink(SourcePath):
+    """A symlinked file whose target lies outside the scanned tree (`discover`'s
+    `folder_links`): listed under `skipped`, never read (`/etc/passwd` is not the project's)."""
+
+
+OUTSIDE_LINK = "symlink to a file outside the tree: not read"
+
+
+def _leads_out(path: str, inside: str) -> bool:
+    real = os.path.realpath(path)
+    return real != inside and not real.startswith(inside.rstrip(os.sep) + os.sep)
 
 
 # Why a symlink to a folder is listed under `skipped`.

@@ -16,6 +16,8 @@ from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less
 from neuron_migrate.parent_watch import die_with_parent
 from neuron_migrate.project.discover import (
     FOLDER_LINK,
+    OUTSIDE_LINK,
+    OutsideLink,
     SourcePath,
     is_folder_link,
     may_hold_findings,
@@ -233,7 +235,7 @@ def _prepared(
     ]
     data: list[bytes | FileError | None] = [
         None
-        if outcome is not None or is_folder_link(s)
+        if outcome is not None or is_folder_link(s) or isinstance(s, OutsideLink)
         else read_bytes(s.path, s.display, settings.max_bytes)
         for s, outcome in zip(group, outcomes, strict=True)
     ]
@@ -244,6 +246,9 @@ def _prepared(
     cached = cache.get_many([key for key in keys if key])
     for source, sig, outcome, item, key in zip(group, sigs, outcomes, data, keys, strict=True):
         display = source.display
+        if isinstance(source, OutsideLink):
+            yield ScannedFile(display, skipped=OUTSIDE_LINK), None, ""
+            continue
         if is_folder_link(source):
             unlisted = unlisted_folder(source)
             if unlisted is None:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
-from neuron_migrate.project.discover import SourcePath, may_hold_findings
+from neuron_migrate.project.discover import (
+    OUTSIDE_LINK,
+    OutsideLink,
+    SourcePath,
+    may_hold_findings,
+)
 from neuron_migrate.project.notebook import (
     NotebookError,
     SplitNotebook,
@@ -27,6 +32,8 @@ _AT_LINE = re.compile(r"\bat line (\d+)")
 def scan_notebook(source: SourcePath, settings: ScanSettings, cache: ResultStore) -> ScannedFile:
     """One .ipynb file: its findings located by cell, its suppression comments applied."""
     display = source.display
+    if isinstance(source, OutsideLink):
+        return ScannedFile(display, skipped=OUTSIDE_LINK)
     data = read_bytes(source.path, display, settings.max_bytes)
     if isinstance(data, FileError) and data.kind == NOT_REGULAR:  # a FIFO: never opened
         return ScannedFile(display, skipped=data.reason)

@@ -57,3 +57,25 @@ def test_a_cached_and_a_spliced_scan_list_them_too(tmp_path: Path) -> None:
     plain = normal(_report(tree, "--no-cache")[1])
     for _ in range(3):  # cold, then answered by the cache and the kept report
         assert normal(_report(tree, "--cache-dir", str(cache))[1]) == plain
+
+
+def test_a_file_link_leading_outside_the_tree_is_skipped_not_read(tmp_path: Path) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    (tree / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    xla = "import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n"
+    (outside / "secret.py").write_text(xla)
+    (outside / "notes.ipynb").write_text("{}")
+    (tree / "pkg" / "inside.py").write_text(xla)
+    (tree / "pkg" / "secret.py").symlink_to(outside / "secret.py")
+    (tree / "pkg" / "notes.ipynb").symlink_to(outside / "notes.ipynb")
+    (tree / "local.py").symlink_to("pkg/inside.py")  # inside the tree: read
+    cached = ["--cache-dir", str(tmp_path / "cache")]
+    for cache in (["--no-cache"], cached, cached):  # the last: the kept report's re-scan
+        result = invoke(["scan", "-f", "json", *cache, str(tree)])
+        report = json.loads(result.stdout)
+        skipped = {entry["path"]: entry["reason"] for entry in report["skipped"]}
+        assert set(skipped) == {"pkg/secret.py", "pkg/notes.ipynb"}, result.stderr
+        assert all("outside" in reason for reason in skipped.values())
+        assert sorted({f["path"] for f in report["findings"]}) == ["local.py", "pkg/inside.py"]
+        assert report["errors"] == []
