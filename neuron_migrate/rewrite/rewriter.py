@@ -32,7 +32,7 @@ from neuron_migrate.rewrite.store import (
     rewrite_key,
     settings_digest,
 )
-from neuron_migrate.rewrite.unified_diff import diff_header, unified_diff
+from neuron_migrate.rewrite.unified_diff import diff_header, diff_path, unified_diff
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.findings import FileError
 
@@ -103,7 +103,7 @@ class FileRewrite:
     def diff(self) -> str:
         if self.patch is not None:
             return self.patch
-        return unified_diff(self.old, self.new, self.display)
+        return unified_diff(self.old, self.new, diff_path(self.path, self.display))
 
     def encoded(self) -> bytes:
         data = self.new.encode(self.encoding)
@@ -417,7 +417,8 @@ def _from_cache(job: Job, cached: CachedRewrite) -> FileRewrite | None:
     text = _text_of(job.display, job.data)
     if isinstance(text, FileError):  # never stored: read as a miss
         return None
-    patch = None if cached.hunks is None else diff_header(job.display) + cached.hunks
+    header = diff_header(diff_path(job.path, job.display))
+    patch = None if cached.hunks is None else header + cached.hunks
     error = None if cached.error is None else FileError(job.display, *cached.error)
     return FileRewrite(
         job.path,
@@ -454,7 +455,7 @@ def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
     error = result.error
     if job.key is None or (error is not None and error.kind == "internal"):
         return result
-    header = diff_header(job.display)
+    header = diff_header(diff_path(job.path, job.display))
     patch = result.patch
     hunks = patch[len(header) :] if patch is not None and patch.startswith(header) else None
     new = result.new if result.changed else None

@@ -7,6 +7,7 @@ line is followed by the `\\ No newline at end of file` marker.
 """
 
 import difflib
+import os
 from collections.abc import Iterator
 
 # Part of the rewrite cache's key (`rewrite.store.settings_digest`): diffs stored by a version
@@ -33,18 +34,39 @@ _ESCAPES = {
 _ESCAPES.update({'"': '\\"', "\\": "\\\\"})
 
 
+def diff_path(path: str, display: str) -> str:
+    """The name a diff gives the file at `path`, shown in reports as `display`: the display,
+    or, where that shows bytes that are not UTF-8 as `\\xNN` (`discover.shown_name`), the real
+    name (those bytes held as surrogate escapes), which `diff_name` quotes as git does."""
+    if "\\x" not in display:
+        return display
+    parts = display.count("/") + 1
+    return "/".join(path.replace(os.sep, "/").split("/")[-parts:])
+
+
+def _quoted(ch: str) -> bool:
+    return ch in _ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F or "\udc80" <= ch <= "\udcff"
+
+
+def _escaped(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if "\udc80" <= ch <= "\udcff":  # a byte that is not UTF-8, as the name holds it
+        return f"\\{ord(ch) - 0xDC00:03o}"
+    if ord(ch) < 0x20 or ord(ch) >= 0x7F:  # git writes each byte of the rest in octal
+        return "".join(f"\\{byte:03o}" for byte in ch.encode("utf-8"))
+    return ch
+
+
 def diff_name(prefix: str, display: str) -> str:
     """`prefix` + `display` as a diff header names it: as it is, or, when it holds a control
-    character, a quote or a backslash, in double quotes with C escapes, as git writes it (and
-    `git apply` and `patch` read it): a newline in a name no longer ends the header line."""
+    character, a quote, a backslash or a byte that is not UTF-8, in double quotes with C
+    escapes, as git writes it (and `git apply` and `patch` read it): a newline in a name no
+    longer ends the header line."""
     name = prefix + display
-    if not any(ch in _ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+    if not any(map(_quoted, name)):
         return name
-    quoted = "".join(
-        _ESCAPES.get(ch) or (f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch)
-        for ch in name
-    )
-    return f'"{quoted}"'
+    return '"' + "".join(map(_escaped, name)) + '"'
 
 
 def unified_diff(old: str, new: str, display: str) -> str:

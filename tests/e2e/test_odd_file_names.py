@@ -54,3 +54,27 @@ def test_a_newline_in_a_name_gives_a_diff_git_applies(tmp_path: Path) -> None:
         [*git, "apply", "--check", "-"], input=result.stdout, text=True, capture_output=True
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_name_that_is_not_utf8_gives_a_diff_git_applies(tmp_path: Path, cached: bool) -> None:
+    tree = tmp_path / "tree"
+    (tree / "sub\xe9").mkdir(parents=True)  # a UTF-8 folder name, then a Latin-1 file name
+    bad = os.path.join(os.fsencode(tree / "sub\xe9"), b"caf\xe9.py")
+    with open(bad, "wb") as handle:
+        handle.write(XLA)
+    git = ["git", "-C", str(tree), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    cache = ["--cache-dir", str(tmp_path / "cache")] if cached else ["--no-cache"]
+    if cached:
+        assert invoke(["rewrite", *cache, str(tree)]).exit_code == 0
+    result = invoke(["rewrite", *cache, str(tree)])
+    assert result.exit_code == 0, result.stderr
+    assert '--- "a/sub\\303\\251/caf\\351.py"' in result.stdout  # git's own quoting
+    applied = subprocess.run(
+        [*git, "apply", "-"], input=result.stdout, text=True, capture_output=True
+    )
+    assert applied.returncode == 0, applied.stderr
+    with open(bad, "rb") as handle:
+        assert b"xla_device" not in handle.read()
