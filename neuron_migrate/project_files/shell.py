@@ -91,11 +91,33 @@ def script_hits(text: str) -> Iterator[Hit]:
     """The hits of a whole shell script; raises `ShellError` when the grammar rejects it."""
     data = text.encode("utf-8")
     tree = _parser().parse(data)
+    source = text
+    if tree.root_node.has_error and _HEREDOC_THEN_REDIRECTS.search(text):
+        source = _HEREDOC_THEN_REDIRECTS.sub(_redirects_first, text)
+        data, tree = source.encode("utf-8"), _parser().parse(source.encode("utf-8"))
     if tree.root_node.has_error:
         node = next((n for n in _errors(tree.root_node) if not _bash_takes(n)), None)
         if node is not None:
             raise ShellError(f"shell syntax error at line {node.start_point[0] + 1}")
-    yield from _hits(Fragment(text, lambda o: o, True), text, data, tree)
+    yield from _hits(Fragment(source, lambda o: o, True), text, data, tree)
+
+
+# A heredoc's start followed by redirects and then a pipe or a list (`python - <<EOF 2>&1 |
+# tee log`), which bash runs and the grammar rejects; it reads the same with the redirects
+# first (`python - 2>&1 <<EOF | tee log`). The swap keeps the line's length, so every offset
+# outside it stays, and neither piece holds anything a hit is made of.
+_HEREDOC_THEN_REDIRECTS = re.compile(
+    r"(?P<heredoc><<-?[ \t]*(?:'[^'\n]*'|\"[^\"\n]*\"|\\?[\w.-]+))"
+    r"(?P<redirects>(?:[ \t]+\d*(?:&>>|&>|>>|>&|<&|>|<)[ \t]*[^\s|;&<>()]+)+)"
+    r"(?=[ \t]*(?:\||&&|;|$))",
+    re.MULTILINE,
+)
+
+
+def _redirects_first(found: re.Match[str]) -> str:
+    redirects = found["redirects"]
+    blanks = len(redirects) - len(redirects.lstrip(" \t"))
+    return redirects.lstrip(" \t") + redirects[:blanks] + found["heredoc"]
 
 
 def _errors(root: Any) -> Iterator[Any]:

@@ -50,6 +50,23 @@ def test_a_shell_statement_the_grammar_cannot_read_and_that_holds_nothing(tmp_pa
     assert ("launch.sh", "NM702") in _found(report)
 
 
+@pytest.mark.parametrize(
+    "head",
+    ["python - <<EOF 2>&1 | tee log", "cat >> out <<'EOF' | tee -a log", "cat <<EOF >out | tee"],
+)
+def test_a_heredoc_with_redirects_then_a_pipe(tmp_path: Path, head: str) -> None:
+    script = tmp_path / "launch.sh"
+    text = f"#!/bin/bash\n{head}\nimport torch\nEOF\nexport XLA_USE_BF16=1\n"
+    script.write_text(text)
+    _bash_accepts(script)
+    report = _scan(tmp_path)
+    assert report["errors"] == []
+    assert ("launch.sh", "NM702") in _found(report)
+    result = invoke(["rewrite", "--apply", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    assert script.read_text().startswith(f"#!/bin/bash\n{head}\nimport torch\nEOF\n")
+
+
 def test_a_shell_script_that_truly_does_not_parse_is_still_an_error(tmp_path: Path) -> None:
     (tmp_path / "launch.sh").write_text("#!/bin/bash\nif true; then\n  export XLA_USE_BF16=1\n")
     errors = _scan(tmp_path)["errors"]
