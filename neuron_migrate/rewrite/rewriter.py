@@ -21,7 +21,13 @@ from neuron_migrate import __version__
 from neuron_migrate.digests import cache_digest
 from neuron_migrate.gc_tuning import FEW_CYCLES, collect_less, collecting_less
 from neuron_migrate.parent_watch import die_with_parent
-from neuron_migrate.project.discover import NOTEBOOK_SUFFIX, discover, may_hold_findings
+from neuron_migrate.project.discover import (
+    NOTEBOOK_SUFFIX,
+    discover,
+    is_folder_link,
+    may_hold_findings,
+    unlisted_folder,
+)
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.rewrite.leftovers import IMPORT_MARKERS, unguarded_torch_xla_imports
@@ -340,13 +346,20 @@ def rewrite_tree(
     project's `[tool.neuron-migrate]` (`project.config.resolve_config`), whose `exclude` a
     rewrite honours as a scan does: one configuration for every command. `on_progress(done,
     total)` is called once the files are found, then after each result."""
-    found = list(discover(root, exclude, notebooks=True, project_files=True))
+    found = list(discover(root, exclude, notebooks=True, project_files=True, folder_links=True))
     if config is not None:
         from neuron_migrate.project.config import make_policy
 
         policy = make_policy(config, root if root.is_dir() else root.parent)
         found = [s for s in found if not policy.excluded(s.display)]
-    sources = [(s.path, s.display) for s in found]
+    # A folder the walk could not list is named first (as a file not read); a link to a
+    # folder is not followed, and a rewrite says nothing of it.
+    unlisted = [(s, unlisted_folder(s)) for s in found if is_folder_link(s)]
+    for folder, why in unlisted:
+        if why is not None:
+            error = FileError(folder.display, why, "unreadable")
+            yield FileRewrite(folder.path, folder.display, error=error)
+    sources = [(s.path, s.display) for s in found if not is_folder_link(s)]
     results = rewrite_sources(
         sources, unsafe=unsafe, jobs=jobs, diffs=diffs, cache=cache, target=target
     )

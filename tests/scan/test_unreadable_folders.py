@@ -47,3 +47,14 @@ def test_the_json_re_scan_with_a_cache_reports_it_too() -> None:
             done = neuron_migrate(*args, str(tree), cwd=folder)
             assert done.returncode == 1, done.stderr
             assert [e["path"] for e in json.loads(done.stdout)["errors"]] == ["secret/"]
+
+
+def test_rewrite_names_an_unreadable_folder_and_rewrites_the_rest() -> None:
+    with shared_folder() as folder:
+        tree = _tree(folder)
+        (tree / "train.py").write_text(XLA)
+        (tree / "train.py").chmod(0o666)
+        done = neuron_migrate("rewrite", "--no-cache", str(tree), cwd=folder)
+        assert done.returncode == 0, done.stderr
+        assert "secret/: cannot list the folder" in done.stderr
+        assert "+device = torch.device(" in done.stdout
