@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", type=int, default=30)
     parser.add_argument("--only", default="torch,chain,27.8k,2mb-line,empty")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--json", type=Path, help="every sample, written after each one")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="neuron-migrate-hard-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -163,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                     out = workdir / "out.json"
                     result = measured(command, code, out, args.cap)
                     samples.setdefault((name, f"{side}: {row}"), []).append(result)
+                    if args.json is not None:
+                        flat = {f"{k[0]} | {k[1]}": v for k, v in samples.items()}
+                        args.json.write_text(json.dumps(flat, indent=1))
                     if row.startswith(("scan", "rewrite")):
                         last_errors[(name, f"{side}: {row}")] = errors_of(out)
                     print(
