@@ -1,6 +1,6 @@
 """Run one command and report its whole-process cost as JSON on stdout.
 
-    python bench/measure.py [--stdout FILE] [--cwd DIR] -- COMMAND ...
+    python bench/measure.py [--stdout FILE] [--cwd DIR] [--timeout S] -- COMMAND ...
 
 This wrapper is a fresh process per measurement, so `getrusage(RUSAGE_CHILDREN)` covers exactly
 the command's process tree (every descendant that was waited for, pool workers included). While
@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,19 +86,34 @@ class _Sampler(threading.Thread):
         self.join()
 
 
-def measure(command: list[str], stdout: Path | None, cwd: Path | None) -> dict[str, object]:
+def measure(
+    command: list[str],
+    stdout: Path | None,
+    cwd: Path | None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> dict[str, object]:
+    """The command's cost; past `timeout` seconds its process group is killed (`timed_out`)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # stderr goes to a file, not a pipe: a chatty command must never block on a full pipe.
     with tempfile.TemporaryFile() as err, contextlib.ExitStack() as stack:
         out = stack.enter_context(stdout.open("wb")) if stdout else subprocess.DEVNULL
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True
+        )
         # Memory is sampled beside the wait, not between polls: the wall time is then taken
         # when the command exits, not up to a sampling interval later (+10 ms on average, a
         # few percent of a re-scan).
         sampler = _Sampler(process.pid)
         sampler.start()
-        process.wait()
+        timed_out = False
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         wall = time.perf_counter() - started
         sampler.stop()
         err.seek(0)
@@ -107,6 +123,7 @@ def measure(command: list[str], stdout: Path | None, cwd: Path | None) -> dict[s
     root_peak = peaks.pop(process.pid, 0)
     return {
         "rc": process.returncode,
+        "timed_out": timed_out,
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         # ru_maxrss of the children: the largest single process of the tree, in kB on Linux.
@@ -122,12 +139,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stdout", type=Path, help="write the command's stdout here")
     parser.add_argument("--cwd", type=Path)
+    parser.add_argument("--timeout", type=float, help="seconds; then the command is killed")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command after --")
-    print(json.dumps(measure(command, args.stdout, args.cwd)))
+    print(json.dumps(measure(command, args.stdout, args.cwd, timeout=args.timeout)))
     return 0
 
 

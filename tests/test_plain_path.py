@@ -5,6 +5,7 @@ it, and exit as they do."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -99,3 +100,72 @@ def test_rewrite_no_cache_runs_without_the_incremental_package(
         for path in sorted(other.rglob("*.py")):
             assert (projects / path.relative_to(other)).read_text() == path.read_text()
         assert any("torch_xla" not in p.read_text() for p in projects.rglob("train*.py"))
+
+
+def _console_script() -> Path:
+    """The installed `neuron-migrate` script beside this interpreter."""
+    script = Path(sys.executable).parent / "neuron-migrate"
+    if not script.exists():
+        found = shutil.which("neuron-migrate")
+        if found is None:
+            pytest.skip("the console script is not installed")
+        script = Path(found)
+    return script
+
+
+def _imported_by_console(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+    """The modules `neuron-migrate ARGS` imports, as the console script runs it (a process of its
+    own; `-X importtime` through the environment lists each module on stderr)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_MIGRATE_")}
+    environment.update(env, PYTHONPROFILEIMPORTTIME="1")
+    done = subprocess.run(
+        [str(_console_script()), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+
+
+_COMMANDS = [
+    ["scan", "empty", "--no-cache", "-f", "json"],
+    ["rewrite", "empty", "--no-cache"],
+    ["scan", "empty", "-f", "json", "--cache-dir", "cache"],  # the cache loads; the server not
+]
+
+
+@pytest.mark.parametrize("args", _COMMANDS, ids=lambda a: " ".join(a[:3]))
+@pytest.mark.parametrize("plain", ["no-server-env", "no-server-folder"])
+def test_the_console_entry_asks_for_no_server_without_the_speed_layer(
+    tmp_path: Path, args: list[str], plain: str
+) -> None:
+    (tmp_path / "empty").mkdir()
+    folder = tmp_path / "servers"
+    if plain == "no-server-env":
+        folder.mkdir(mode=0o700)  # a folder where a server would be: not even looked at
+        env = {"NEURON_MIGRATE_NO_SERVER": "1", "NEURON_MIGRATE_SERVER_DIR": str(folder)}
+    else:
+        env = {"NEURON_MIGRATE_SERVER_DIR": str(folder)}  # not there: no server can be
+    imported = _imported_by_console(args, env, tmp_path)
+    assert "neuron_migrate.cli" in imported  # the log is read
+    client = "neuron_migrate.incremental.server.client"
+    assert client not in imported
+    if "--no-cache" in args:
+        assert not any(m.startswith("neuron_migrate.incremental") for m in imported)
+
+
+def test_with_a_server_folder_the_console_entry_asks_the_server(tmp_path: Path) -> None:
+    """The check above is real: where a server may listen, the client is imported to ask."""
+    (tmp_path / "empty").mkdir()
+    folder = tmp_path / "servers"
+    folder.mkdir(mode=0o700)
+    env = {"NEURON_MIGRATE_SERVER_DIR": str(folder)}
+    imported = _imported_by_console(_COMMANDS[0], env, tmp_path)
+    assert "neuron_migrate.incremental.server.client" in imported

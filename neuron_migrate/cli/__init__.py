@@ -5,7 +5,8 @@ Exit codes: 0 clean / gate passed, 1 gate failed (or `rewrite --check` would cha
 
 The commands are a typer application (`neuron_migrate.cli.app`), one module per command group.
 This module imports nothing else until it knows that the command runs here and not in a server
-(`neuron_migrate.incremental.server`); `--version` imports nothing at all, and `--help` only the
+(`neuron_migrate.incremental.server`, imported only where a server folder exists:
+`neuron_migrate.served`); `--version` imports nothing at all, and `--help` only the
 table of commands and rich (`help_page`), not typer.
 """
 
@@ -35,11 +36,14 @@ def main(argv: list[str] | None = None) -> None:
     teardown (`leave`), as the server's children do."""
     words = sys.argv[1:] if argv is None else argv
     if argv is None:
-        from neuron_migrate.incremental.server.client import SERVED_COMMANDS, hand_over
+        from neuron_migrate.served import SERVED_COMMANDS, may_be_served
 
-        code = hand_over(words)
-        if code is not None:
-            sys.exit(code)
+        if may_be_served(words):  # else the speed machinery is not even imported
+            from neuron_migrate.incremental.server.client import hand_over
+
+            code = hand_over(words)
+            if code is not None:
+                sys.exit(code)
         if words[:1] and words[0] in SERVED_COMMANDS:
             leave(exit_code(words))
     run_here(words)

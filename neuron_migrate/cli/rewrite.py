@@ -159,7 +159,7 @@ def rewrite(
     # libcst loads only when a rewrite runs: other commands start faster.
     from neuron_migrate.project.config import resolve_config
     from neuron_migrate.rewrite.rewriter import RewriteSummary, copy_tree, report_json, rewrite_tree
-    from neuron_migrate.rewrite.store import NoRewriteCache, open_store
+    from neuron_migrate.rewrite.store import NoRewriteCache, RewriteStore
     from neuron_migrate.scan.engine import default_jobs
 
     config = resolve_config(root)  # a malformed one is an error that names the field
@@ -174,7 +174,12 @@ def rewrite(
     workers = jobs if jobs is not None else default_jobs()
     # Printing a diff: each one is made in the worker that rewrote the file.
     diffs = not apply and out_dir is None and output_format == "diff"
-    cache = NoRewriteCache() if no_cache else open_store(cache_dir)
+    cache: RewriteStore = NoRewriteCache()
+    if not no_cache:  # the speed machinery loads here, and only for a rewrite that uses a cache
+        from neuron_migrate.incremental.cache import default_cache_dir
+        from neuron_migrate.incremental.rewrite_cache import RewriteCache
+
+        cache = RewriteCache(cache_dir or default_cache_dir())
     # A diff printed on the terminal is itself the progress; a bar would be drawn through it.
     if progress is None:
         progress = sys.stderr.isatty() and not (diffs and sys.stdout.isatty())
@@ -199,7 +204,7 @@ def rewrite(
         print(json.dumps(report_json(results, summary, version), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
-    if summary.internal_errors or summary.not_written:
+    if summary.failed or summary.not_written:
         return 2
     return 1 if check and summary.changed else 0
 

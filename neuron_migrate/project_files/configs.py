@@ -327,7 +327,7 @@ class _Reader:
 
     def python_versions(self, node: Any) -> Iterator[Hit]:
         """`python-version: "3.10"` or a list of them: a Python the job runs on."""
-        from neuron_migrate.project_files.deps import python_hit
+        from neuron_migrate.project_files.specifiers import python_hit
 
         kind = type(node).__name__
         items = node.value if kind == "SequenceNode" else [node]

@@ -14,6 +14,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from neuron_migrate.project_files.hits import Hit, canonical_name, indent_at, line_end, line_start
+from neuron_migrate.project_files.specifiers import load_toml, python_hit
 
 # -- where a value sits ------------------------------------------------------------------------
 
@@ -122,8 +123,6 @@ def dependency_table_hits(
     """A hit per entry of dependency table `name` (its parsed value `table`): a package (its
     version specifier in `note`, its version string in `name` for a pin), or for Poetry's
     `python` entry the Python versions the project declares."""
-    from neuron_migrate.project_files.deps import python_hit
-
     body = table_body(text, name)
     for key, value in table.items():
         where = key_at(text, body, key) if body is not None else None
@@ -200,8 +199,6 @@ def poetry_hits(text: str, data: dict[str, Any]) -> Iterator[Hit]:
 
 
 def pipfile_hits(text: str) -> Iterator[Hit]:
-    from neuron_migrate.project_files.deps import load_toml, python_hit
-
     data = load_toml(text)
     for section in ("packages", "dev-packages"):
         table = data.get(section)

@@ -88,7 +88,7 @@ def _item_hits(text: str, key: str, start: int, end: int, on_key_line: bool) -> 
     if key == "deps":
         if value.startswith("-") or "://" in value or value.startswith((".", "/")):
             return
-        from neuron_migrate.project_files.deps import requirement_hits
+        from neuron_migrate.project_files.specifiers import requirement_hits
 
         yield from requirement_hits(value, start, text, marker_at, indent_at(text, marker_at))
     elif key == "setenv":
@@ -116,7 +116,7 @@ def _item_hits(text: str, key: str, start: int, end: int, on_key_line: bool) -> 
     elif key == "basepython":
         found = _BASEPYTHON.match(value)
         if found is not None:
-            from neuron_migrate.project_files.deps import python_hit
+            from neuron_migrate.project_files.specifiers import python_hit
 
             hit = python_hit(f"=={found['version']}.*", start, start + len(value), text)
             if hit is not None:

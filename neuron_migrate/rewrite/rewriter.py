@@ -41,6 +41,7 @@ from neuron_migrate.rewrite.store import (
 from neuron_migrate.rewrite.unified_diff import diff_header, diff_path, unified_diff
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.findings import FileError
+from neuron_migrate.scan.time_budget import OverBudget, budget_s, time_budget
 
 if TYPE_CHECKING:
     from neuron_migrate.project.config import Config
@@ -181,8 +182,21 @@ def rewrite_data(
     unsafe: bool,
     target: str | None = None,
 ) -> FileRewrite:
-    """Migrate a file from its bytes; every failure comes back as a FileError. `target`: the
-    torch-neuronx version (a matrix) whose pair pins and markers name; None: the newest."""
+    """Migrate a file from its bytes, within the scan's per-file time budget
+    (`scan.time_budget`); every failure comes back as a FileError. `target`: the torch-neuronx
+    version (a matrix) whose pair pins and markers name; None: the newest."""
+    limit = budget_s()
+    try:
+        with time_budget(limit):
+            return _migrated(path, display, data, ruleset, unsafe=unsafe, target=target)
+    except OverBudget:
+        reason = f"took more than {limit:g} s to rewrite (NEURON_MIGRATE_FILE_BUDGET_S)"
+        return FileRewrite(path, display, error=FileError(display, reason, "timeout"))
+
+
+def _migrated(
+    path: str, display: str, data: bytes, ruleset: RuleSet, *, unsafe: bool, target: str | None
+) -> FileRewrite:
     if not may_hold_findings(data, display):
         return FileRewrite(path, display)
     text = _text_of(display, data)
@@ -204,6 +218,8 @@ def rewrite_data(
         return FileRewrite(
             path, display, source, source, error=FileError(display, str(exc), "internal")
         )
+    except OverBudget:
+        raise
     except Exception as exc:  # a bug in a transform must not end the run over the tree
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{Path(last.filename).name}:{last.lineno}"
@@ -464,9 +480,10 @@ def read_digest(data: bytes) -> bytes:
 
 
 def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
-    """`result`, put in the cache unless a bug made it (an internal error)."""
+    """`result`, put in the cache unless a bug made it (an internal error) or it ran out of
+    time (a slower moment's verdict)."""
     error = result.error
-    if job.key is None or (error is not None and error.kind == "internal"):
+    if job.key is None or (error is not None and error.kind in ("internal", "timeout")):
         return result
     header = diff_header(diff_path(job.path, job.display))
     patch = result.patch
@@ -753,8 +770,10 @@ class RewriteSummary:
         return out
 
     @property
-    def internal_errors(self) -> list[FileError]:
-        return [e for e in self.errors if e.kind == "internal"]
+    def failed(self) -> list[FileError]:
+        """The files the codemod failed on or ran out of time on: left as they were, though
+        they may need a change (the run exits 2)."""
+        return [e for e in self.errors if e.kind in ("internal", "timeout")]
 
     def rules_json(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

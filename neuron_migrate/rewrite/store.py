@@ -1,8 +1,9 @@
 """Where a rewrite over a tree finds earlier results, and the keys it files them under.
 
 The tree rewrite talks to a `RewriteStore`: the incremental cache
-(`incremental.rewrite_cache.RewriteCache`) or `NoRewriteCache`, the plain path's, which holds
-nothing. A rewrite with `--no-cache` therefore never loads the speed machinery.
+(`incremental.rewrite_cache.RewriteCache`, which the command line opens) or `NoRewriteCache`,
+the plain path's, which holds nothing. A rewrite with `--no-cache` therefore never loads the
+speed machinery, and this module never imports it.
 
 The key covers everything a result depends on: the file's bytes, whether it is a notebook (or
 which kind of project file), the tool version, unsafe fixes, the diff format and a digest of the
@@ -73,12 +74,3 @@ class NoRewriteCache:
 
     def close(self) -> None:
         pass
-
-
-def open_store(cache_dir: Path | None) -> RewriteStore:
-    """The rewrite cache in `cache_dir` (default: the scan's folder): the speed machinery loads
-    here, and only for a rewrite that uses a cache."""
-    from neuron_migrate.incremental.cache import default_cache_dir
-    from neuron_migrate.incremental.rewrite_cache import RewriteCache
-
-    return RewriteCache(cache_dir or default_cache_dir())

@@ -1,6 +1,7 @@
-"""A time budget for analysing one file, so that one pathological file is reported as an error
-instead of stalling the whole run (the cost of a file is meant to be linear in its size and
-findings; this is the guard for what that misses).
+"""A time budget for analysing or rewriting one file, so that one pathological file is reported
+as an error (`timeout`) instead of stalling the whole run (the cost of a file is meant to be
+linear in its size and findings; this is the guard for what that misses). `scan` and `rewrite`
+share it.
 
 The budget is a real-time interval timer (SIGALRM) around the analysis, so it works only on a
 process's main thread with `setitimer` -- a pool worker's, or a scan's own with `-j 1`.

@@ -131,3 +131,20 @@ def test_runtime_phases_prints_every_phase_and_difference() -> None:
         at = lines.index(f"  {minuend} - {subtrahend}")
         phases = [line.split()[0] for line in lines[at + 1 : at + 1 + len(runtime_phases.PHASES)]]
         assert phases == list(runtime_phases.PHASES)
+
+
+def test_analysis_growth_prints_a_line_a_shape_and_analysis() -> None:
+    done = _bench("analysis_growth.py", "--n", "4", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    sys.path.insert(0, str(BENCH))
+    try:
+        import analysis_growth
+    finally:
+        sys.path.remove(str(BENCH))
+    rows = [line.split() for line in done.stdout.splitlines()[1:-1]]
+    assert [(r[0], r[1]) for r in rows] == [
+        (shape, analysis) for shape in analysis_growth.SHAPES for analysis in ("scan", "rewrite")
+    ]
+    assert all(r[-1].endswith("x") for r in rows), done.stdout  # none stopped
+    for make, _share in analysis_growth.SHAPES.values():
+        compile(make(4), "shape.py", "exec")  # every generated file is Python

@@ -1,9 +1,11 @@
 """The command's end: hand a `scan` or `rewrite` to the server, if one runs, and wait.
 
-Without a server this costs one `stat` of the socket's path. Anything short of a server that
-accepts the command -- no socket, one left by a server that died, a folder that is not the
-user's, a server whose code changed on disk -- means the command runs itself, as it would have.
-Once the server has started the command, its exit code is the command's.
+Without a server this costs one `stat` of the socket's path (and without a server folder, or
+with `NEURON_MIGRATE_NO_SERVER`, the console entry does not import this module at all:
+`neuron_migrate.served`). Anything short of a server that accepts the command -- no socket, one
+left by a server that died, a folder that is not the user's, a server whose code changed on
+disk -- means the command runs itself, as it would have. Once the server has started the
+command, its exit code is the command's.
 """
 
 from __future__ import annotations
@@ -12,24 +14,22 @@ import os
 import sys
 
 from neuron_migrate.incremental.server.location import Location, location, private
+from neuron_migrate.served import NO_SERVER_ENV, SERVED_COMMANDS, may_be_served
+
+__all__ = ["NO_SERVER_ENV", "SERVED_COMMANDS", "ask", "connect", "hand_over"]
 
 TYPE_CHECKING = False  # `typing` is a few milliseconds to import; mypy reads this name as True
 if TYPE_CHECKING:
     import socket
     from typing import Any
 
-# The commands worth handing over: what they cost is mostly start-up when the cache answers.
-SERVED_COMMANDS = ("scan", "rewrite")
-NO_SERVER_ENV = "NEURON_MIGRATE_NO_SERVER"
 _START_TIMEOUT_S = 60.0
 
 
 def hand_over(words: list[str]) -> int | None:
     """The exit code of `neuron-migrate WORDS` run by the server; None when the caller must
     run it itself."""
-    if not words or words[0] not in SERVED_COMMANDS or os.environ.get(NO_SERVER_ENV):
-        return None
-    if os.name != "posix":  # no descriptors over sockets
+    if not may_be_served(words):
         return None
     where = location()
     try:

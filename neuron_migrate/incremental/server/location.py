@@ -20,6 +20,7 @@ import sys
 import zlib
 
 from neuron_migrate import __version__
+from neuron_migrate.served import server_folder
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,17 +42,6 @@ class Location:
         self.log = os.path.join(folder, stem + ".log")
         # The report snapshots the last commands used, for the spare to read ahead.
         self.snapshots = os.path.join(folder, stem + ".snapshots")
-
-
-def server_folder() -> str:
-    configured = os.environ.get("NEURON_MIGRATE_SERVER_DIR")
-    if configured:
-        return configured
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "neuron-migrate")
-    base = os.environ.get("TMPDIR") or "/tmp"
-    return os.path.join(base, f"neuron-migrate-{os.getuid()}")
 
 
 def location() -> Location:

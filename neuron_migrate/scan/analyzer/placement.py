@@ -20,7 +20,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from neuron_migrate.scan.analyzer.scopes import NameModel
+from neuron_migrate.scan.analyzer.memo import Memo
+from neuron_migrate.scan.analyzer.scopes import Binding, NameModel
 
 HOST, DEVICE, UNKNOWN, NONE = "host", "device", "unknown", "none"
 
@@ -106,19 +107,27 @@ def join(a: str, b: str) -> str:
 
 
 class Placer:
-    """Placements of expressions of one module (memoised per name binding)."""
+    """Placements of expressions of one module (memoised: `memo.Memo`)."""
 
     def __init__(self, model: NameModel, qualname_of: Callable[[ast.expr], str | None]) -> None:
         self.model = model
         self.qualname_of = qualname_of  # a call's callee, as the site finder resolved it
         self.default_device = False  # torch.set_default_device: factories may make device tensors
-        self._names: dict[int, str] = {}  # by id of a loaded Name
-        self._busy: set[int] = set()
+        # Placements by expression, by name binding and by `self` attribute: each computed
+        # once, so a chain of assignments costs its length, not its number of paths.
+        self._memo: Memo[str] = Memo(cut=NONE)  # a cycle (`x = x + 1`): the other values decide
+        self._devices: dict[tuple[object, int], str] = {}  # device_value of a name, by depth
         self._classes: dict[int, dict[str, list[ast.expr]]] | None = None  # self.NAME values
 
     def runs_on(self, call: ast.Call) -> str:
         """Where a call's own op runs: a factory where it makes its tensor, a method where
         its receiver and arguments are (`x.item()` of a host tensor is a host op)."""
+        try:
+            return self._runs_on(call)
+        except RecursionError:  # a chain of values deeper than Python's stack can follow
+            return UNKNOWN
+
+    def _runs_on(self, call: ast.Call) -> str:
         func = call.func
         if isinstance(func, ast.Attribute) and self.qualname_of(func) is None:
             receiver = self.of(func.value)
@@ -134,8 +143,8 @@ class Placer:
             return NONE
         if isinstance(node, ast.Name):
             return self._name(node)
-        if isinstance(node, ast.Call):
-            return self._call(node)
+        if isinstance(node, ast.Call):  # memoised: each call of a chain `x.a().b()` is placed
+            return self._memo.get(id(node), self._call, node)
         if isinstance(node, ast.Attribute):
             if node.attr in _METADATA:
                 return NONE
@@ -166,23 +175,19 @@ class Placer:
         """`self.inputs` in a method: the join of what the class's methods assign to it
         (`self.inputs = torch.randn(n, 3)` in `__init__`); unknown if it has no assignment
         here (a base class, another file may set it)."""
-        key = id(node)
-        if key in self._busy:
-            return NONE
         cls = self._enclosing_class(node)
         if cls is None:
             return UNKNOWN
         values = self._self_assignments(cls).get(node.attr)
         if not values:
             return UNKNOWN
-        self._busy.add(key)
-        try:
-            out = NONE
-            for value in values:
-                out = join(out, self.of(value))
-            return UNKNOWN if out == NONE else out
-        finally:
-            self._busy.discard(key)
+        return self._memo.get(("self", id(cls), node.attr), self._joined, values)
+
+    def _joined(self, values: list[ast.expr]) -> str:
+        out = NONE
+        for value in values:
+            out = join(out, self.of(value))
+        return UNKNOWN if out == NONE else out
 
     def _self_assignments(self, cls: ast.ClassDef) -> dict[str, list[ast.expr]]:
         """`self.NAME = value` in a class's methods, by NAME (all classes indexed at once, from
@@ -212,25 +217,17 @@ class Placer:
         return current
 
     def _name(self, name: ast.Name) -> str:
-        cached = self._names.get(id(name))
-        if cached is not None:
-            return cached
-        if id(name) in self._busy:
-            return NONE  # `x = x + 1`: the other bindings decide
-        self._busy.add(id(name))
-        try:
-            result = self._name_uncached(name)
-        finally:
-            self._busy.discard(id(name))
-        self._names[id(name)] = result
-        return result
-
-    def _name_uncached(self, name: ast.Name) -> str:
+        """The join of every value the name's scope assigns it: one answer per binding, shared
+        by all its reads."""
         found = self.model.binding_of(name)
         if found is None:
             return NONE  # a builtin
+        scope, bindings = found
+        return self._memo.get(("name", id(scope), name.id), self._bound, bindings)
+
+    def _bound(self, bindings: list[Binding]) -> str:
         out = NONE
-        for binding in found[1]:
+        for binding in bindings:
             if binding.kind in ("import", "none"):
                 continue
             value = _assigned(binding.node, self.model.parents)
@@ -322,12 +319,20 @@ class Placer:
         if isinstance(node, ast.Name) and depth < 8:
             found = self.model.binding_of(node)
             if found is not None:
-                values = [_assigned(b.node, self.model.parents) for b in found[1]]
-                if values and all(v is not None for v in values):
-                    out = NONE
-                    for value in values:
-                        out = join(out, self.device_value(value, depth + 1))
-                    return out
+                key = (id(found[0]), node.id), depth  # the depth only grows: no cycle here
+                cached = self._devices.get(key)
+                if cached is None:
+                    cached = self._devices[key] = self._device_of(found[1], depth)
+                return cached
+        return DEVICE
+
+    def _device_of(self, bindings: list[Binding], depth: int) -> str:
+        values = [_assigned(b.node, self.model.parents) for b in bindings]
+        if values and all(v is not None for v in values):
+            out = NONE
+            for value in values:
+                out = join(out, self.device_value(value, depth + 1))
+            return out
         return DEVICE
 
 

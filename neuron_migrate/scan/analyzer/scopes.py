@@ -18,6 +18,8 @@ The scan and the codemod share this model; nothing else resolves names.
 import ast
 from typing import NamedTuple
 
+from neuron_migrate.scan.analyzer.memo import Memo
+
 # How a report names the meaning of a binding that is not an import (a def, a class, a
 # parameter, an assigned value) among an ambiguous name's meanings.
 LOCAL = "<local>"
@@ -213,9 +215,10 @@ class NameModel:
         # every Call, and every Compare, Subscript, Assign and `arguments` node, with its guard.
         self.calls: list[tuple[ast.Call, bool]] = []
         self.idiom_nodes: list[tuple[ast.AST, bool]] = []
-        self._resolving: set[int] = set()
         self._load_scopes: dict[int, Scope] | None = None  # by id of a loaded Name, on demand
-        self._resolved: dict[tuple[str, int], Resolution | None] = {}
+        self._loads_by_name: dict[str, list[tuple[ast.Name, Scope]]] | None = None  # on demand
+        # By (name, id of the scope binding it); `a = b; b = a` reads as local (None).
+        self._meanings: Memo[Resolution | None] = Memo(cut=None)
         _Builder(self).build(tree)
 
     # -- resolution ---------------------------------------------------------------------------
@@ -231,10 +234,14 @@ class NameModel:
 
     def loads_of(self, name: str, owner: Scope) -> list[ast.Name]:
         """Every read of `name` that sees its binding in `owner`."""
+        if self._loads_by_name is None:
+            self._loads_by_name = {}
+            for n, scope, _ in self.loads:
+                self._loads_by_name.setdefault(n.id, []).append((n, scope))
         return [
             n
-            for n, scope, _ in self.loads
-            if n.id == name and self.scope_binding(name, scope) is owner
+            for n, scope in self._loads_by_name.get(name, ())
+            if self.scope_binding(name, scope) is owner
         ]
 
     def scope_binding(self, name: str, scope: Scope) -> Scope | None:
@@ -251,32 +258,26 @@ class NameModel:
         return None
 
     def resolve_name(self, name: str, scope: Scope, mark_used: bool = True) -> Resolution | None:
-        # Outside an alias resolution in progress (whose cycle guard can cut a result short),
-        # a name's meaning in a scope is fixed once the model is built: compute it once.
-        # Marking bindings used is idempotent, so a cached answer has already done it.
-        top_level = not self._resolving
-        if top_level:
-            key = (name, id(scope))
-            if key in self._resolved:
-                return self._resolved[key]
-        result = self._resolve_name(name, scope, mark_used)
-        if top_level and mark_used:
-            self._resolved[key] = result
-        return result
-
-    def _resolve_name(self, name: str, scope: Scope, mark_used: bool) -> Resolution | None:
         owner = self.scope_binding(name, scope)
         if owner is None:
             return None
+        bindings = owner.bindings[name]
+        if mark_used:
+            for binding in bindings:
+                binding.used = True
+        # A name's meaning in the scope that binds it is fixed once the model is built: it is
+        # computed once, however many aliases lead to it (`memo.Memo`).
+        return self._meanings.get((name, id(owner)), self._meaning, (bindings, owner))
+
+    def _meaning(self, bound: tuple[list[Binding], Scope]) -> Resolution | None:
+        bindings, owner = bound
         qualnames: set[str] = set()
         local = False
-        for binding in owner.bindings[name]:
-            if mark_used:
-                binding.used = True
+        for binding in bindings:
             if binding.kind == "import" and binding.qualname:
                 qualnames.add(binding.qualname)
             elif binding.kind == "alias" and binding.alias_of is not None:
-                aliased = self._resolve_alias(binding.alias_of, owner)
+                aliased = self.resolve_chain(binding.alias_of, owner, mark_used=False)
                 if aliased is None or aliased.local:
                     local = True
                 qualnames.update(aliased.qualnames if aliased else ())
@@ -285,15 +286,6 @@ class NameModel:
         if not qualnames and not local:
             return None  # only `x = None` placeholders
         return Resolution(tuple(sorted(qualnames)), local)
-
-    def _resolve_alias(self, expr: ast.expr, scope: Scope) -> Resolution | None:
-        if id(expr) in self._resolving:  # `a = b; b = a`
-            return None
-        self._resolving.add(id(expr))
-        try:
-            return self.resolve_chain(expr, scope, mark_used=False)
-        finally:
-            self._resolving.discard(id(expr))
 
     def resolve_chain(
         self, expr: ast.expr, scope: Scope, mark_used: bool = True
