@@ -20,13 +20,14 @@ Span = tuple[int, int, int, int]
 
 # The modules templates may name, and the import statement each needs.
 MODULE_IMPORTS: dict[str, str] = {
+    "copy": "import copy",
     "os": "import os",
     "time": "import time",
     "torch": "import torch",
     "dist": "import torch.distributed as {alias}",
     "torch_neuronx": "import torch_neuronx",
 }
-_IMPORT_ORDER = ("os", "time", "torch", "dist", "torch_neuronx")
+_IMPORT_ORDER = ("copy", "os", "time", "torch", "dist", "torch_neuronx")
 
 # Names under which a wrapped model shows that DDP/FSDP2 reduces the gradients.
 MODEL_WRAPPERS = frozenset(
@@ -148,6 +149,7 @@ def imported_names(node: cst.Import | cst.ImportFrom) -> list[Imported]:
 
 # `import <module> as <local>` gives these modules the local name.
 _MODULE_KEYS = {
+    "copy": "copy",
     "os": "os",
     "time": "time",
     "torch": "torch",
@@ -167,7 +169,7 @@ def _bind(imported: Imported, found: dict[str, str], taken: set[str]) -> None:
     if local is None:
         root = module.partition(".")[0]
         taken.add(root)
-        if root in ("os", "time", "torch", "torch_neuronx"):
+        if root in ("copy", "os", "time", "torch", "torch_neuronx"):
             found.setdefault(root, root)
         return
     taken.add(local)

@@ -232,6 +232,28 @@ def neuron_close_summary_writer(summary_writer):
         summary_writer.close()
 '''
 
+_TRACE = '''
+def neuron_trace(func, example_inputs):
+    """The XLA-based torch-neuronx's trace, on the native device: a copy of the model on
+    "neuron", compiled with the neuron backend (static shapes) and run once on the example
+    inputs. Like the traced module it takes and gives CPU tensors, for inference (no autograd)."""
+    if isinstance(func, torch.nn.Module):
+        func = copy.deepcopy(func).to("neuron")
+    compiled = torch.compile(func, backend="neuron", dynamic=False)
+
+    def moved(value, device):
+        return torch.utils._pytree.tree_map(
+            lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, value
+        )
+
+    def traced(*inputs):
+        with torch.no_grad():
+            return moved(compiled(*moved(inputs, "neuron")), "cpu")
+
+    traced(*(example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)))
+    return traced
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -254,6 +276,7 @@ HELPERS: dict[str, Helper] = {
             ("neuron_write_to_summary",),
         ),
         Helper("neuron_close_summary_writer", _CLOSE_SUMMARY_WRITER, ()),
+        Helper("neuron_trace", _TRACE, ("copy", "torch")),
     )
 }
 
