@@ -73,8 +73,16 @@ def own_helpers(taken: set[str], source: str) -> frozenset[str]:
     return frozenset(name for name in HELPERS if name in taken and HELPERS[name].strip() in source)
 
 
+# The libraries whose imports this pass settles, and the rule of a plain import of each. A
+# torch_xla import still used is marked (NM100); an NxD one is not (NM807): the NxD names still
+# read carry their own markers, and the import goes with the last of them.
+PLAIN_IMPORT_RULES = {"torch_xla": "NM100", "neuronx_distributed": "NM807"}
+_MARKED_WHEN_USED = frozenset({"NM100"})
+
+
 def _is_torch_xla(module: str) -> bool:
-    return module == "torch_xla" or module.startswith("torch_xla.")
+    """A module of a library this pass settles (torch_xla, NxD)."""
+    return module.partition(".")[0] in PLAIN_IMPORT_RULES
 
 
 class _Usage(NameCount):
@@ -374,7 +382,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
-        if rule is None or rule.code == "NM100":
+        if rule is None or rule.code in PLAIN_IMPORT_RULES.values():
             return self.usage.uses_name(local, self.line)
         if self._needed(rule):
             return True
@@ -456,8 +464,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         else:
             line = rebuilt() if removed and not guarded else line
             # read by availability tests only: no code is left to migrate, the guard is
-            code = GUARD_RULE if used == "tested" else "NM100"
-        if code == "NM100" and not used:
+            plain = PLAIN_IMPORT_RULES[_xla_module(line).partition(".")[0]]
+            code = GUARD_RULE if used == "tested" else plain
+        if code in PLAIN_IMPORT_RULES.values() and (not used or code not in _MARKED_WHEN_USED):
             return line
         self._record(code, original, line)
         marker = self.ruleset.get(code).marker()

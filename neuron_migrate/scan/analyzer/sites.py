@@ -26,6 +26,8 @@ from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resol
 API_ROOTS = frozenset(
     {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
 )
+# The libraries whose imports are sites (settled by the rewrite's import pass, or kept).
+_IMPORT_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 # The libraries whose calls' arguments and statements the transforms read.
 _READ_ARGUMENTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
@@ -709,7 +711,7 @@ class _SiteFinder:
     def find_imports(self) -> None:
         for record in self.model.imports:
             module = record.module
-            if not module or module.partition(".")[0] not in ("torch_xla", "torch_neuronx"):
+            if not module or module.partition(".")[0] not in _IMPORT_ROOTS:
                 continue
             self.site(
                 "import",
