@@ -39,7 +39,9 @@ _SKIP_DIRS = frozenset(
 # none of these substrings is skipped without being parsed; tests/scan check that no fixture
 # with a finding is ever skipped. A NUL byte is let through too: a binary file is no Python
 # source, and reading it reports it under `errors` rather than counting it clean.
-PREFILTER = re.compile(rb"torch|xla|XLA|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|\x00")
+PREFILTER = re.compile(
+    rb"torch|xla|XLA|neuronx_distributed|PJRT_|NEURON|TPU_|XRT_|ALLREDUCE_GRADIENTS|\x00"
+)
 
 
 def may_hold_findings(data: bytes, display: str = "") -> bool:

@@ -81,12 +81,13 @@ class RuleSet:
             and rule.rewrite is not None
             and rule.rewrite.transform == IMPORT_TRANSFORM
         ):
-            return self.for_qualname("torch_xla._")
+            return self.for_qualname(qualname.partition(".")[0] + "._")
         return rule
 
     def for_import(self, module: str) -> Rule | None:
         """The rule for an import statement of `module`: the side-effect backend imports have
-        their own rule; every other torch_xla import is NM100."""
+        their own rule; every other torch_xla import is NM100, and another library's is the
+        import rule of its root module (NxD: NM807)."""
         rule = self._exact.get(module)
         if (
             rule is not None
@@ -96,6 +97,10 @@ class RuleSet:
             return rule
         if module == "torch_xla" or module.startswith("torch_xla."):
             return self._by_code.get(IMPORT_RULE_CODE)
+        # Another library's plain imports: the import rule its root module names.
+        root = self._exact.get(module.partition(".")[0])
+        if root is not None and root.rewrite and root.rewrite.transform == IMPORT_TRANSFORM:
+            return root
         return None
 
     def for_idiom(self, kind: str, detail: str | None = None) -> Rule | None:

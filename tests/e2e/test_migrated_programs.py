@@ -9,7 +9,8 @@ rank-0-only lines must appear once, and the losses rank 0 prints must match the 
 The reference is the original, unmigrated program run on plain CPU with a gloo process group:
 `tests/e2e/cpu_xla` is a tiny test-only stand-in for the torch_xla APIs these programs call
 (ranks from the launcher, optimizer_step averaging gradients, spawn starting one process per
-device). A program written for xmp.spawn / torch_xla.launch is the reference with two spawned
+device) and for the XLA-based torch-neuronx's `trace` (torch.jit.trace on the CPU). A program
+written for xmp.spawn / torch_xla.launch is the reference with two spawned
 processes, as it would run on a machine with two devices; a torchrun program runs under
 torchrun. Losses must agree within LOSS_RTOL / LOSS_ATOL (float32 on both sides; the reduction
 order of the all-reduce is the only difference).
@@ -66,6 +67,7 @@ PROGRAMS_UNDER_TEST = [
     Program("portable_trainer", "torchrun", complete=True),
     Program("version_compat", "spawn", complete=True),
     Program("notebook_launcher", "spawn"),
+    Program("legacy_trace", "torchrun", complete=True),
 ]
 
 

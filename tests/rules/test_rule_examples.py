@@ -14,7 +14,7 @@ from neuron_migrate.ruleset import load_ruleset
 
 RULES = load_ruleset().rules
 # Rules carried out by the import pass rather than at a site.
-IMPORT_PASS = {"NM100", "NM198", "NM404"}
+IMPORT_PASS = {"NM100", "NM198", "NM404", "NM807"}
 
 PAIRS = [
     pytest.param(rule, example, id=f"{rule.code}-{i}")

@@ -25,6 +25,16 @@ def test_prefilter_never_skips_a_file_with_findings() -> None:
             assert may_hold_findings(path.read_bytes()), path
 
 
+def test_prefilter_keeps_a_module_that_only_imports_nxd(tmp_path: Path) -> None:
+    """NxD library modules often import neither torch nor torch_xla: their NxD uses count."""
+    (tmp_path / "layer.py").write_text(
+        "from neuronx_distributed.utils.logger import get_logger\n\nlogger = get_logger()\n"
+    )
+    report = api.scan(tmp_path, jobs=1, use_cache=False)
+    assert report.files_prefiltered == 0
+    assert [f.code for f in report.findings] == ["NM805"]
+
+
 def test_prefilter_skips_plain_python(tmp_path: Path) -> None:
     (tmp_path / "util.py").write_text("def add(a, b):\n    return sorted([a, b])\n")
     report = api.scan(tmp_path, jobs=1, use_cache=False)

@@ -20,13 +20,16 @@ Span = tuple[int, int, int, int]
 
 # The modules templates may name, and the import statement each needs.
 MODULE_IMPORTS: dict[str, str] = {
+    "copy": "import copy",
+    "logging": "import logging",
     "os": "import os",
+    "sys": "import sys",
     "time": "import time",
     "torch": "import torch",
     "dist": "import torch.distributed as {alias}",
     "torch_neuronx": "import torch_neuronx",
 }
-_IMPORT_ORDER = ("os", "time", "torch", "dist", "torch_neuronx")
+_IMPORT_ORDER = ("copy", "logging", "os", "sys", "time", "torch", "dist", "torch_neuronx")
 
 # Names under which a wrapped model shows that DDP/FSDP2 reduces the gradients.
 MODEL_WRAPPERS = frozenset(
@@ -148,7 +151,10 @@ def imported_names(node: cst.Import | cst.ImportFrom) -> list[Imported]:
 
 # `import <module> as <local>` gives these modules the local name.
 _MODULE_KEYS = {
+    "copy": "copy",
+    "logging": "logging",
     "os": "os",
+    "sys": "sys",
     "time": "time",
     "torch": "torch",
     "torch.distributed": "dist",
@@ -167,7 +173,7 @@ def _bind(imported: Imported, found: dict[str, str], taken: set[str]) -> None:
     if local is None:
         root = module.partition(".")[0]
         taken.add(root)
-        if root in ("os", "time", "torch", "torch_neuronx"):
+        if root in ("copy", "logging", "os", "sys", "time", "torch", "torch_neuronx"):
             found.setdefault(root, root)
         return
     taken.add(local)

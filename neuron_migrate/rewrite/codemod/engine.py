@@ -70,7 +70,7 @@ def rewrite_source(
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)
     text = SourceText(source)
-    xla_mentions = text.occurrences("torch_xla")
+    xla_mentions = text.occurrences("torch_xla|neuronx_distributed|torch_neuronx")
     # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they
     # were, never entered by the passes below.
     module, where = parse_printed(source, tree, index.lines(), xla_mentions.lines())

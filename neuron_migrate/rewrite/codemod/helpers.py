@@ -232,6 +232,69 @@ def neuron_close_summary_writer(summary_writer):
         summary_writer.close()
 '''
 
+_TRACE = '''
+def neuron_trace(func, example_inputs):
+    """The XLA-based torch-neuronx's trace, on the native device: a copy of the model on
+    "neuron", compiled with the neuron backend (static shapes) and run once on the example
+    inputs. Like the traced module it takes and gives CPU tensors, for inference (no autograd)."""
+    if isinstance(func, torch.nn.Module):
+        func = copy.deepcopy(func).to("neuron")
+    compiled = torch.compile(func, backend="neuron", dynamic=False)
+
+    def moved(value, device):
+        return torch.utils._pytree.tree_map(
+            lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, value
+        )
+
+    def traced(*inputs):
+        with torch.no_grad():
+            return moved(compiled(*moved(inputs, "neuron")), "cpu")
+
+    traced(*(example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)))
+    return traced
+'''
+
+_NXD_LOGGER = '''
+def neuron_nxd_logger(name="neuronx_distributed"):
+    """The logger NxD's get_logger gave: to stdout, at the level NXD_LOG_LEVEL names (info by
+    default, off for none), not passed on to the root logger."""
+    logger = logging.getLogger(name)
+    if not any(getattr(h, "nxd_format", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.nxd_format = True
+        handler.setFormatter(
+            logging.Formatter(
+                "[%(asctime)s.%(msecs)03d: %(levelname).1s %(filename)s:%(lineno)d] %(message)s",
+                datefmt="%Y-%m-%d %H:%M:%S",
+            )
+        )
+        logger.handlers = [handler]
+        levels = {
+            "off": logging.FATAL + 1,
+            "fatal": logging.FATAL,
+            "error": logging.ERROR,
+            "warning": logging.WARNING,
+            "debug": logging.DEBUG,
+            "trace": logging.DEBUG,
+        }
+        logger.setLevel(levels.get(os.environ.get("NXD_LOG_LEVEL", "info").lower(), logging.INFO))
+        logger.propagate = False
+    return logger
+'''
+
+_ENSURE_DIVISIBILITY = '''
+def neuron_ensure_divisibility(numerator, denominator):
+    """Assert that `denominator` divides `numerator` exactly (NxD's ensure_divisibility)."""
+    assert numerator % denominator == 0, f"{numerator} is not divisible by {denominator}"
+'''
+
+_DIVIDE = '''
+def neuron_divide(numerator, denominator):
+    """`numerator // denominator`, asserting that the division is exact (NxD's divide)."""
+    neuron_ensure_divisibility(numerator, denominator)
+    return numerator // denominator
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -254,6 +317,10 @@ HELPERS: dict[str, Helper] = {
             ("neuron_write_to_summary",),
         ),
         Helper("neuron_close_summary_writer", _CLOSE_SUMMARY_WRITER, ()),
+        Helper("neuron_trace", _TRACE, ("copy", "torch")),
+        Helper("neuron_nxd_logger", _NXD_LOGGER, ("logging", "os", "sys")),
+        Helper("neuron_ensure_divisibility", _ENSURE_DIVISIBILITY, ()),
+        Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
     )
 }
 

@@ -73,8 +73,16 @@ def own_helpers(taken: set[str], source: str) -> frozenset[str]:
     return frozenset(name for name in HELPERS if name in taken and HELPERS[name].strip() in source)
 
 
+# The libraries whose imports this pass settles, and the rule of a plain import of each. A
+# torch_xla import still used is marked (NM100); an NxD one is not (NM807): the NxD names still
+# read carry their own markers, and the import goes with the last of them.
+PLAIN_IMPORT_RULES = {"torch_xla": "NM100", "neuronx_distributed": "NM807"}
+_MARKED_WHEN_USED = frozenset({"NM100"})
+
+
 def _is_torch_xla(module: str) -> bool:
-    return module == "torch_xla" or module.startswith("torch_xla.")
+    """A module of a library this pass settles (torch_xla, NxD)."""
+    return module.partition(".")[0] in PLAIN_IMPORT_RULES
 
 
 class _Usage(NameCount):
@@ -374,7 +382,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
-        if rule is None or rule.code == "NM100":
+        if rule is None or rule.code in PLAIN_IMPORT_RULES.values():
             return self.usage.uses_name(local, self.line)
         if self._needed(rule):
             return True
@@ -456,8 +464,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         else:
             line = rebuilt() if removed and not guarded else line
             # read by availability tests only: no code is left to migrate, the guard is
-            code = GUARD_RULE if used == "tested" else "NM100"
-        if code == "NM100" and not used:
+            plain = PLAIN_IMPORT_RULES.get(_xla_module(line).partition(".")[0])
+            if plain is None and used != "tested":
+                return line  # a legacy torch_neuronx name still read: its uses are marked
+            code = GUARD_RULE if used == "tested" or plain is None else plain
+        if code in PLAIN_IMPORT_RULES.values() and (not used or code not in _MARKED_WHEN_USED):
             return line
         self._record(code, original, line)
         marker = self.ruleset.get(code).marker()
@@ -497,10 +508,21 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             local = imported.local or module.partition(".")[0]
         else:
             local = imported.local or imported.name
-            module = f"{module}.{imported.name}" if _is_torch_xla(module) else module
+            full = f"{module}.{imported.name}"
+            if self._legacy_neuronx(full):
+                return self._keeps(full, local) or "removed"
+            module = full if _is_torch_xla(module) else module
         if not _is_torch_xla(module):
             return "other"
         return self._keeps(module, local) or "removed"
+
+    def _legacy_neuronx(self, name: str) -> bool:
+        """A name of the XLA-based torch-neuronx imported by itself (`from torch_neuronx import
+        trace`): a rule matches it, and the native package may not have it, so the import goes
+        once nothing reads it. The package's own import stays (it registers the device)."""
+        return name.partition(".")[0] == "torch_neuronx" and (
+            self.ruleset.for_qualname(name) is not None
+        )
 
     def _small(
         self, small: cst.BaseSmallStatement
@@ -524,7 +546,8 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return rebuild_import(small, keep), removed, used
         if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
             module = dotted(small.module)
-            if not _is_torch_xla(module):
+            legacy = module.partition(".")[0] == "torch_neuronx"
+            if not _is_torch_xla(module) and not legacy:
                 return small, False, None
             if isinstance(small.names, cst.ImportStar):
                 return small, False, None  # the rule pass marked it (NM197)
@@ -534,6 +557,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             for alias in small.names:
                 name = dotted(alias.name)
                 local = alias.asname.name.value if alias.asname else name  # type: ignore[union-attr]
+                if legacy and not self._legacy_neuronx(f"{module}.{name}"):
+                    keep.append(alias)  # a native torch_neuronx name
+                    continue
                 why = self._keeps(f"{module}.{name}", local)
                 if why is None:
                     removed = True
@@ -554,11 +580,14 @@ def _imported_modules(small: cst.BaseSmallStatement) -> list[str]:
 
 
 def _xla_module(line: cst.BaseStatement) -> str:
-    """The first torch_xla module a line of imports names: the marked site's API."""
+    """The first torch_xla (NxD) module a line of imports names: the marked site's API;
+    `torch_neuronx` for a line of legacy torch_neuronx names."""
     if isinstance(line, OpaqueStatement):
         for imported in line.cut.imports:
             if _is_torch_xla(imported.module):
                 return imported.module
+        if any(i.module.partition(".")[0] == "torch_neuronx" for i in line.cut.imports):
+            return "torch_neuronx"
         return "torch_xla"
     for small in getattr(line, "body", ()):
         if isinstance(small, cst.Import):
@@ -571,6 +600,12 @@ def _xla_module(line: cst.BaseStatement) -> str:
             and _is_torch_xla(dotted(small.module))
         ):
             return dotted(small.module)
+        elif (
+            isinstance(small, cst.ImportFrom)
+            and small.module is not None
+            and dotted(small.module).partition(".")[0] == "torch_neuronx"
+        ):
+            return "torch_neuronx"
     return "torch_xla"
 
 

@@ -73,6 +73,18 @@ PARALLEL_LOADER = ("loader", "devices", *LOADER_OPTIONS)
 PER_DEVICE_LOADER = ("device",)
 SPAWN = ("fn", "args", "nprocs", "join", "daemon", "start_method")
 LAUNCH = ("fn", "args", "start_method", "debug_single_process")
+# torch_neuronx.trace(func, example_inputs, *_, input_output_aliases={}, compiler_workdir=None,
+# compiler_args=None, partitioner_config=None, inline_weights_to_neff=True, cpu_backend=False)
+TRACE = (
+    "func",
+    "example_inputs",
+    "input_output_aliases",
+    "compiler_workdir",
+    "compiler_args",
+    "partitioner_config",
+    "inline_weights_to_neff",
+    "cpu_backend",
+)
 
 # xm.REDUCE_* names (and their string values) -> dist.ReduceOp members.
 REDUCE_OPS = {
@@ -384,6 +396,25 @@ def template(rule: Rule, site: Site) -> str:
     return ""
 
 
+def neuron_trace(rule: Rule, site: Site) -> str:
+    """torch_neuronx.trace: a model and its example inputs, positionally or by name (the
+    signature takes nothing else positionally), and no option that changes what runs."""
+    values = bind_site(site.call_args, TRACE)
+    positional = [a for a in site.call_args if a.keyword is None]
+    if values is None or len(positional) > 2 or "func" not in values:
+        return _UNBOUND
+    if "example_inputs" not in values:
+        return _UNBOUND
+    if not is_none(values.get("compiler_args")) or not is_none(values.get("partitioner_config")):
+        return "neuronx-cc options or a partitioner: a person decides what the compile needs"
+    if "input_output_aliases" in values:
+        return "inputs aliased to outputs (device state): a person decides"
+    backend = values.get("cpu_backend")
+    if backend is not None and not backend.is_literal("False"):
+        return "traced for the CPU backend: a person decides"
+    return ""
+
+
 DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "all-reduce": all_reduce,
     "all-gather": all_gather,
@@ -406,5 +437,6 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "parallel-loader": parallel_loader,
     "spawn": spawn,
     "helper-call": helper_call,
+    "neuron-trace": neuron_trace,
     "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

@@ -26,6 +26,10 @@ from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resol
 API_ROOTS = frozenset(
     {"torch", "torch_xla", "torch_neuronx", "functorch", "neuronx_distributed", "os"}
 )
+# The libraries whose imports are sites (settled by the rewrite's import pass, or kept).
+_IMPORT_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
+# The libraries whose calls' arguments and statements the transforms read.
+_READ_ARGUMENTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _XLA_DEVICE = re.compile(r"^xla(:\d+)?$")
 _XLA_ENV = re.compile(
     r"^(XLA_|PJRT_|PT_XLA_|NEURON_|TPU_|XRT_)|^(ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB|GPU_NUM_DEVICES)$"
@@ -45,6 +49,15 @@ _TORCH_AUTOCASTS = frozenset(
     {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
 )
 _XLA_AUTOCASTS = frozenset({"torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
+# TorchScript saved or loaded: beside torch_neuronx, a traced module with a compiled Neuron graph.
+_TRACED_ARTIFACTS = frozenset(
+    {
+        "torch.jit.save",
+        "torch.jit.load",
+        "torch.jit._serialization.save",
+        "torch.jit._serialization.load",
+    }
+)
 _GET_BACKEND = frozenset(
     {"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"}
 )
@@ -479,6 +492,10 @@ class _SiteFinder:
         self.imported_modules = {
             r.module for r in self.model.imports if isinstance(r.statement, ast.Import) and r.module
         }
+        # The module uses the XLA-based torch-neuronx: its TorchScript files are Neuron-traced.
+        self.uses_neuronx = any(
+            (r.module or "").partition(".")[0] == "torch_neuronx" for r in self.model.imports
+        )
 
     def site(self, kind: str, node: ast.AST, **fields: object) -> Site:
         line, col, end_line, end_col = self.columns.span(node)
@@ -499,7 +516,7 @@ class _SiteFinder:
             "kwargs": tuple((k.arg or "**", _literal(k.value)) for k in call.keywords),
             "discarded": discarded,
         }
-        if qualname is None or not qualname.startswith("torch_xla") or scope is None:
+        if qualname is None or not qualname.startswith(_READ_ARGUMENTS) or scope is None:
             return fields
         fields["call_args"] = arguments_of(call, lambda node: self._qualname(node, scope))
         fields["in_fstring"] = self._in_fstring(call)
@@ -694,7 +711,7 @@ class _SiteFinder:
     def find_imports(self) -> None:
         for record in self.model.imports:
             module = record.module
-            if not module or module.partition(".")[0] not in ("torch_xla", "torch_neuronx"):
+            if not module or module.partition(".")[0] not in _IMPORT_ROOTS:
                 continue
             self.site(
                 "import",
@@ -789,6 +806,15 @@ class _SiteFinder:
             device_type = _argument(call, 0, "device_type")
             if isinstance(device_type, ast.Name) and _argument(call, 1, "dtype") is None:
                 self.autocast_device_variable(call, device_type, guarded)
+        if qualname in _TRACED_ARTIFACTS and self.uses_neuronx:
+            self.site(
+                "idiom",
+                call,
+                idiom="neuron-traced-artifact",
+                detail=qualname.rpartition(".")[2],
+                call_span=self.columns.span(call),
+                guarded=guarded,
+            )
         if qualname in _GROUP_MAKERS:
             self.xla_group_options(_keyword(call, "pg_options"), guarded)
         if qualname == "torch.distributed.init_process_group":

@@ -5,6 +5,7 @@ from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported
     device,
     helper_calls,
     launch,
+    legacy,
     literals,
     steps,
 )

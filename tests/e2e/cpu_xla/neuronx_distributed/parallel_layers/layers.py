@@ -1,0 +1,108 @@
+"""NxD's column- and row-parallel linear layers, initialised on the CPU as NxD does: one master
+weight of the full size (kaiming_uniform_(a=sqrt(5)) unless an init_method is given), split along
+the partition dimension, this rank keeping its part; the biases as NxD initialises them."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.nn import Parameter
+
+from neuronx_distributed.parallel_layers.mappings import (
+    copy_to_tensor_model_parallel_region,
+    gather_from_tensor_model_parallel_region,
+    reduce_from_tensor_model_parallel_region,
+    scatter_to_tensor_model_parallel_region,
+)
+from neuronx_distributed.parallel_layers.parallel_state import (
+    get_tensor_model_parallel_rank,
+    get_tensor_model_parallel_size,
+)
+from neuronx_distributed.parallel_layers.utils import divide
+
+
+def _master_part(shape, per_partition, dim, init, dtype):
+    master = torch.empty(shape, dtype=dtype)
+    init(master)
+    parts = torch.split(master, per_partition, dim=dim)
+    return parts[get_tensor_model_parallel_rank()].clone()
+
+
+class _Parallel(torch.nn.Module):
+    def _init_weight(self, weight):
+        if self.arg_init_method is None:
+            torch.nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+        else:
+            self.arg_init_method(weight)
+
+    def _init_bias(self, fan_in):
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        torch.nn.init.uniform_(self.bias, -bound, bound)
+
+
+class ColumnParallelLinear(_Parallel):
+    def __init__(
+        self,
+        input_size,
+        output_size,
+        bias=True,
+        gather_output=True,
+        dtype=torch.float32,
+        device=None,
+        stride=1,
+        init_method=None,
+    ):
+        super().__init__()
+        self.input_size, self.output_size = input_size, output_size
+        self.gather_output = gather_output
+        self.arg_init_method = init_method
+        per_partition = divide(output_size, get_tensor_model_parallel_size())
+        self.weight = Parameter(
+            _master_part((output_size, input_size), per_partition, 0, self._init_weight, dtype)
+        )
+        if bias:
+            self.bias = Parameter(
+                torch.empty(output_size if gather_output else per_partition, dtype=dtype)
+            )
+            self._init_bias(input_size)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        output = F.linear(copy_to_tensor_model_parallel_region(input), self.weight)
+        if self.gather_output:
+            output = gather_from_tensor_model_parallel_region(output)
+        return output + self.bias if self.bias is not None else output
+
+
+class RowParallelLinear(_Parallel):
+    def __init__(
+        self,
+        input_size,
+        output_size,
+        bias=True,
+        input_is_parallel=False,
+        dtype=torch.float32,
+        device=None,
+        stride=1,
+        init_method=None,
+    ):
+        super().__init__()
+        self.input_size, self.output_size = input_size, output_size
+        self.input_is_parallel = input_is_parallel
+        self.arg_init_method = init_method
+        per_partition = divide(input_size, get_tensor_model_parallel_size())
+        self.weight = Parameter(
+            _master_part((output_size, input_size), per_partition, 1, self._init_weight, dtype)
+        )
+        if bias:
+            self.bias = Parameter(torch.empty(output_size, dtype=dtype))
+            self._init_bias(per_partition)  # NxD: the bound from the per-rank fan-in
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input_):
+        if not self.input_is_parallel:
+            input_ = scatter_to_tensor_model_parallel_region(input_)
+        output = reduce_from_tensor_model_parallel_region(F.linear(input_, self.weight))
+        return output + self.bias if self.bias is not None else output

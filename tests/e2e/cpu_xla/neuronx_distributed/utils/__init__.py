@@ -1,0 +1,1 @@
+from neuronx_distributed.utils import logger  # noqa: F401
