@@ -22,7 +22,7 @@ from neuron_migrate.scan.engine import (
 )
 from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.scan.findings import FileError, Finding
-from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS
+from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS, gate_status
 from neuron_migrate.scan.scan_data import header_for
 from neuron_migrate.scan.scanned import ScannedFile
 from neuron_migrate.scan.store import NoCache, ResultStore, SignatureSource
@@ -203,7 +203,7 @@ class ScanReport:
         return self.baseline is None or fingerprint not in self.baseline.fingerprints
 
     def fails(self, finding: Finding) -> bool:
-        return self.is_new(finding) and finding.status in self.fail_on_for(finding.path)
+        return self.is_new(finding) and gate_status(finding) in self.fail_on_for(finding.path)
 
     def failing_positions(self, table: FileFindings) -> list[int]:
         """The positions of `table`'s findings that fail the gate."""

@@ -94,7 +94,12 @@ def matrix_list(fmt: FormatOption = "text") -> int:
                 "torch": m.torch_version,
                 "listed_ops": m.status_counts(),
                 "default": m.default.status,
-                "evidence": sorted(m.evidence),
+                "default_confidence": m.confidence(m.default.source),
+                "is_default_target": version == available_versions()[-1],
+                "evidence": {
+                    key: {"kind": e.kind, "confidence": e.confidence}
+                    for key, e in sorted(m.evidence.items())
+                },
                 "summary": m.summary,
             }
         )
@@ -121,8 +126,11 @@ def matrix_list(fmt: FormatOption = "text") -> int:
     console = _console()
     console.print(table)
     for row in rows:
-        console.print(f"[bold]{row['version']}[/]: {row['summary']}")
-        console.print(f"  evidence: {', '.join(row['evidence'])}")
+        mark = " (the default target)" if row["is_default_target"] else ""
+        console.print(f"[bold]{row['version']}[/]{mark}: {row['summary']}")
+        keys = (f"{k} ({e['kind']}, {e['confidence']})" for k, e in row["evidence"].items())
+        console.print(f"  evidence: {', '.join(keys)}")
+        console.print(f"  unlisted ops: {row['default']}, confidence {row['default_confidence']}")
     return 0
 
 
@@ -188,7 +196,9 @@ def _print_report(console: Console, r: NameReport) -> None:
     def entry(label: str, body: dict[str, Any]) -> None:
         evidence = body["evidence"]
         used.setdefault(evidence["key"], evidence)
-        why = escape("[" + evidence["key"] + ", " + evidence["kind"] + "]")
+        why = escape(
+            f"[{evidence['key']}, {evidence['kind']}, confidence {evidence['confidence']}]"
+        )
         console.print(f"  {label}: {_styled(body['status'])} {why}")
         if body.get("note"):
             console.print(f"    {escape(body['note'])}", style="dim")

@@ -34,7 +34,8 @@ def argument(metavar: str, help: str, **settings: Any) -> Any:
 
 
 def target_option(help: str) -> Any:
-    """`-t/--target VERSION`: a torch-neuronx version (a bundled matrix, or a unique prefix)."""
+    """`-t/--target VERSION`: a torch-neuronx version (a bundled matrix, or a prefix of one:
+    the newest it names)."""
     return option("-t", "--target", metavar="VERSION", help=help)
 
 

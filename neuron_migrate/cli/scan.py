@@ -59,6 +59,14 @@ def scan(
             "none. " + REPEATABLE,
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        option(
+            "--strict",
+            help="With --fail-on fallback: fail on fallbacks whose evidence is only inferred or "
+            "unknown too (an op no source names). Same as the fail-on value strict.",
+        ),
+    ] = False,
     select: Annotated[
         list[str] | None,
         repeatable(
@@ -148,6 +156,7 @@ def scan(
             output_format=checked_format(output_format, FORMATS),
             output=output,
             fail_on=split_values(fail_on, "--fail-on"),
+            strict=strict,
             select=split_values(select),
             ignore=split_values(ignore),
             baseline=baseline,
@@ -173,6 +182,7 @@ def _scan(
     output_format: str,
     output: Path | None,
     fail_on: tuple[str, ...],
+    strict: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     baseline: Path | None,
@@ -203,6 +213,10 @@ def _scan(
     settings = with_baseline_path(resolve_config(path, config, isolated=no_config))
     baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
+    if strict:
+        from neuron_migrate.scan.gate import DEFAULT_FAIL_ON
+
+        fail_on = (*(fail_on or settings.fail_on or DEFAULT_FAIL_ON), "strict")
 
     from neuron_migrate import api  # the engine loads only when a scan runs
 

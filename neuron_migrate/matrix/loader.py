@@ -14,7 +14,9 @@ from typing import Any
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.model import (
+    CONFIDENCES,
     EVIDENCE_KINDS,
+    KIND_CONFIDENCE,
     NAMESPACE_STATUSES,
     OP_STATUSES,
     ApiEntry,
@@ -224,9 +226,23 @@ class _Parser:
                 reference=self.text(body, "reference", field),
                 note=self.text(body, "note", field, required=False),
                 kind=kind,
+                confidence=self.confidence(body, field, kind),
             )
         self.evidence_keys = set(result)
         return result
+
+    def confidence(self, body: dict[str, Any], field: str, kind: str) -> str:
+        """The evidence's own `confidence`, which may say less than its kind, never more."""
+        ceiling = KIND_CONFIDENCE[kind]
+        if "confidence" not in body:
+            return ceiling
+        value = self.choice(body, "confidence", field, tuple(CONFIDENCES))
+        order = list(CONFIDENCES)
+        if order.index(value) < order.index(ceiling):
+            raise self.fail(
+                f"{field}.confidence", f"{value!r} is surer than its kind {kind!r} allows"
+            )
+        return value
 
     def default(self, value: Any) -> OpVerdict:
         body = self.mapping(value, "default")

@@ -28,14 +28,15 @@ def newest_version() -> str:
 
 
 def resolve_version(version: str | None, given_as: str = "--target") -> str:
-    """A bundled version for ``version``: exact, or a unique prefix (``2.14`` -> ``2.14.3.0``).
-    ``given_as`` is how the user gave it, which an unknown version's error names."""
+    """A bundled version for ``version``: exact, or the newest it is a prefix of (``2.14`` ->
+    ``2.14.3.1``, the current 2.14 release, never an older one). ``given_as`` is how the user
+    gave it, which an unknown version's error names."""
     versions = available_versions()
     if version is None:
         return newest_version()
     if version in versions:
         return version
     matches = [v for v in versions if v.startswith(version + ".")]
-    if len(matches) == 1:
-        return matches[0]
+    if matches:
+        return matches[-1]
     raise UnknownTargetError(f"unknown {given_as} {version}: available {', '.join(versions)}")

@@ -1,7 +1,7 @@
 """`[tool.neuron-migrate]` in pyproject.toml, found upward from the scanned path.
 
     [tool.neuron-migrate]
-    target = "2.14"                      # torch-neuronx version (a unique prefix is enough)
+    target = "2.14"                      # torch-neuronx version (a prefix: its newest, 2.14.3.1)
     fail-on = ["unsupported", "fallback"]
     select = ["NM1", "NM902"]            # codes or code prefixes to report (default: all)
     ignore = ["NM941"]                   # codes or prefixes never reported
