@@ -73,7 +73,9 @@ def import_file(
     if head.lstrip().startswith("{"):
         probe = _read_probe(path, shown)
         version = version or probe["versions"].get("torch_neuronx") or ""
-        torch = torch or probe["versions"].get("torch") or ""
+        # The simulated device runs on the host's torch, which is no pairing of the version.
+        recorded = "" if probe.get("simulated") else probe["versions"].get("torch")
+        torch = torch or recorded or _paired_torch(version) or ""
         return _finish(version, torch, base_doc, *_from_probe(probe, path, shown, version))
     table = read_table(path, shown)
     version = version or table.version
@@ -181,7 +183,7 @@ def _from_probe(
     fallback = _op_list(probe["fallback_ops"], shown, "fallback_ops")
     where = "the simulated device" if probe.get("simulated") else "a Neuron device"
     command = " ".join(probe.get("command") or []) or "no command"
-    evidence = {
+    evidence: dict[str, Any] = {
         "title": f"Recorded on {where} by neuron-migrate matrix probe (torch-neuronx {version})",
         "reference": f"{path.name} (sha256 {_sha256(path)}): {registered.get('source', '?')}; "
         f"torch_neuronx.get_fallback_ops() after `{command}`",
@@ -189,6 +191,13 @@ def _from_probe(
         "note": "Registered and executed ATen ops run natively; ops the command fell back on "
         "run on the host. Ops the command did not reach keep the base matrix's status.",
     }
+    if probe.get("simulated"):
+        # It ran the matrix it was given: the path is tested, TorchNeuron is not.
+        evidence["confidence"] = "unknown"
+        evidence["note"] += (
+            " Recorded on neuron-migrate's simulated device, which runs the matrix it was "
+            "given: this confirms nothing about TorchNeuron."
+        )
     decided = {
         op: Decision("cpu_fallback", "fell back during the probed command") for op in fallback
     }
@@ -198,6 +207,12 @@ def _from_probe(
         decided.setdefault(op, Decision("native", "ran on the device during the probed command"))
     summary = f"probe of {where} ({len(native)} registered ops, {len(fallback)} fallbacks seen)"
     return key, evidence, decided, {}, summary
+
+
+def _paired_torch(version: str) -> str:
+    """The torch a native torch-neuronx version pairs with: 2.14.3.1 -> 2.14.0."""
+    parts = version.split(".")
+    return f"{parts[0]}.{parts[1]}.0" if len(parts) == 4 and parts[2] == "3" else ""
 
 
 def _sha256(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,46 @@ def test_diff_against_the_imported_file(tmp_path):
     text = " ".join(result.stdout.split())
     assert "matrix diff 2.14.3.1 -> 2.15.3.0" in text
     assert f"Ops with the same status on other evidence (6): 6 now {KEY}" in text
+
+
+def _probe(tmp_path, simulated: bool):
+    path = tmp_path / "probe.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "neuron-migrate-matrix-probe",
+                "format_version": 1,
+                "versions": {"torch": "2.13.0", "torch_neuronx": "2.14.3.1"},
+                "simulated": simulated,
+                "registered": {"source": "dispatcher", "ops": ["aten::mse_loss"]},
+                "fallback_ops": [],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_probe_of_the_simulated_device_confirms_nothing(tmp_path):
+    # The simulated device runs the matrix it is given: its probe tests the path, not
+    # TorchNeuron, and the torch it ran on is the host's, not the pair's.
+    version, text = import_file(_probe(tmp_path, simulated=True), base=BASE)
+    out = tmp_path / "m.yaml"
+    out.write_text(text, encoding="utf-8")
+    m = load_matrix(path=out)
+    verdict = m.op_status("aten::mse_loss")
+    assert verdict.status == "native"
+    assert (m.evidence_kind(verdict.source), m.confidence(verdict.source)) == (
+        "device-probe",
+        "unknown",
+    )
+    assert m.torch_version == "2.14.0"
+
+
+def test_a_probe_of_a_device_confirms(tmp_path):
+    version, text = import_file(_probe(tmp_path, simulated=False), base=BASE)
+    out = tmp_path / "m.yaml"
+    out.write_text(text, encoding="utf-8")
+    m = load_matrix(path=out)
+    assert m.confidence(m.op_status("aten::mse_loss").source) == "confirmed"
+    assert m.torch_version == "2.13.0"  # what the device's probe recorded
