@@ -209,7 +209,7 @@ def _probe(tmp_path, simulated: bool):
 def test_a_probe_of_the_simulated_device_confirms_nothing(tmp_path):
     # The simulated device runs the matrix it is given: its probe tests the path, not
     # TorchNeuron, and the torch it ran on is the host's, not the pair's.
-    version, text = import_file(_probe(tmp_path, simulated=True), base=BASE)
+    _version, text = import_file(_probe(tmp_path, simulated=True), base=BASE)
     out = tmp_path / "m.yaml"
     out.write_text(text, encoding="utf-8")
     m = load_matrix(path=out)
@@ -223,7 +223,7 @@ def test_a_probe_of_the_simulated_device_confirms_nothing(tmp_path):
 
 
 def test_a_probe_of_a_device_confirms(tmp_path):
-    version, text = import_file(_probe(tmp_path, simulated=False), base=BASE)
+    _version, text = import_file(_probe(tmp_path, simulated=False), base=BASE)
     out = tmp_path / "m.yaml"
     out.write_text(text, encoding="utf-8")
     m = load_matrix(path=out)
