@@ -19,7 +19,7 @@ from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.table import ApiTable, read_table
-from neuron_migrate.matrix.versions import VERSION_RE
+from neuron_migrate.matrix.versions import VERSION_RE, paired_torch
 from neuron_migrate.matrix.writer import Group, dump_yaml, render_ops
 from neuron_migrate.yaml_data import load_yaml
 
@@ -75,7 +75,7 @@ def import_file(
         version = version or probe["versions"].get("torch_neuronx") or ""
         # The simulated device runs on the host's torch, which is no pairing of the version.
         recorded = "" if probe.get("simulated") else probe["versions"].get("torch")
-        torch = torch or recorded or _paired_torch(version) or ""
+        torch = torch or recorded or paired_torch(version) or ""
         return _finish(version, torch, base_doc, *_from_probe(probe, path, shown, version))
     table = read_table(path, shown)
     version = version or table.version
@@ -207,12 +207,6 @@ def _from_probe(
         decided.setdefault(op, Decision("native", "ran on the device during the probed command"))
     summary = f"probe of {where} ({len(native)} registered ops, {len(fallback)} fallbacks seen)"
     return key, evidence, decided, {}, summary
-
-
-def _paired_torch(version: str) -> str:
-    """The torch a native torch-neuronx version pairs with: 2.14.3.1 -> 2.14.0."""
-    parts = version.split(".")
-    return f"{parts[0]}.{parts[1]}.0" if len(parts) == 4 and parts[2] == "3" else ""
 
 
 def _sha256(path: Path) -> str:

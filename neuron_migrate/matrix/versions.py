@@ -20,6 +20,14 @@ def available_versions() -> list[str]:
     return sorted(found, key=_version_key)
 
 
+def paired_torch(version: str) -> str:
+    """The torch a native torch-neuronx version pairs with (2.14.3.1 -> 2.14.0); "" for a
+    version not of the native form <torch major>.<minor>.3.<n> (an XLA build, 2.9.0.2.15.32035).
+    Stated for 2.13.3.0, 2.14.3.0 and 2.14.3.1; inferred for 2.13.3.1."""
+    parts = version.split(".")
+    return f"{parts[0]}.{parts[1]}.0" if len(parts) == 4 and parts[2] == "3" else ""
+
+
 def newest_version() -> str:
     versions = available_versions()
     if not versions:
