@@ -84,6 +84,7 @@ class ScanReport:
         "files_prefiltered",
         "files_total",
         "jobs",
+        "matrix_target",
         "policy",
         "root",
         "shard",
@@ -122,8 +123,11 @@ class ScanReport:
         config_path: str | None = None,
         cache_dir: str | None = None,
         jobs: int = 1,
+        matrix_target: str | None = None,
     ) -> None:
         self.root = root
+        # What the scan was told to read: a bundled version, or a matrix file's path.
+        self.matrix_target = matrix_target
         self.target = target
         self.torch_version = torch_version
         # The reported findings (not suppressed), file by file; `findings` decodes them.
@@ -309,7 +313,7 @@ def plan_scan(
         config = resolve_config(root)
     base = root if root.is_dir() else root.parent
     policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
-    version = resolve_version(target if target is not None else config.target)
+    version = resolve_version(target if target is not None else config.chosen_target)
     return ScanPlan(root, base, config, policy, version, exclude, max_bytes)
 
 
@@ -411,6 +415,7 @@ def scan_planned(
     report = ScanReport(
         root=str(plan.root),
         target=header.version,
+        matrix_target=plan.target,
         torch_version=header.torch_version,
         files_total=len(files),
         fail_on=plan.policy.fail_on,

@@ -16,10 +16,12 @@ from neuron_migrate.cli.options import (
     checked_format,
     checked_jobs,
     format_option,
+    matrix_option,
     option,
     repeatable,
     split_values,
     stderr_console,
+    target_or_matrix,
 )
 from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
@@ -49,6 +51,7 @@ TargetOption = Annotated[
 def scan(
     path: Annotated[Path, argument("PATH", "A file or folder to scan. Nothing is executed.")],
     target: TargetOption = None,
+    matrix: Annotated[Path | None, matrix_option()] = None,
     output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
     output: OutputOption = None,
     fail_on: Annotated[
@@ -152,7 +155,7 @@ def scan(
     with collecting_less(FEW_CYCLES):
         return _scan(
             path,
-            target=target,
+            target=target_or_matrix(target, matrix),
             output_format=checked_format(output_format, FORMATS),
             output=output,
             fail_on=split_values(fail_on, "--fail-on"),

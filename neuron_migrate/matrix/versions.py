@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError, UnknownTargetError
@@ -35,6 +36,12 @@ def newest_version() -> str:
     return versions[-1]
 
 
+def is_matrix_file(name: str) -> bool:
+    """Whether `name` names a matrix file (what `matrix import -o FILE` wrote, `--matrix FILE`)
+    rather than a bundled version."""
+    return name.endswith((".yaml", ".yml")) and Path(name).is_file()
+
+
 def resolve_version(version: str | None, given_as: str = "--target") -> str:
     """A bundled version for ``version``: exact, or the newest it is a prefix of (``2.14`` ->
     ``2.14.3.1``, the current 2.14 release, never an older one). ``given_as`` is how the user
@@ -42,6 +49,8 @@ def resolve_version(version: str | None, given_as: str = "--target") -> str:
     versions = available_versions()
     if version is None:
         return newest_version()
+    if is_matrix_file(version):  # a matrix file stands for itself, by its absolute path
+        return str(Path(version).resolve())
     if version in versions:
         return version
     matches = [v for v in versions if v.startswith(version + ".")]
