@@ -101,14 +101,20 @@ def _from_table(
         "reference": f"{Path(table.path).name} (sha256 {table.sha256}), imported by "
         "neuron-migrate matrix import",
         "kind": "official-table",
-        "note": "A CPU_FALLBACK row's ATen ops fall back (for its dtypes, where it names them); "
-        "a Y row's ops, as the API map traces them, run natively. N rows are API rules.",
+        "note": "A CPU_FALLBACK row's ATen ops fall back; one that names dtypes (coverage that "
+        "differs by dtype) falls back for those only and runs natively for the others, which "
+        "its API row keeps (apis.<api>.dtypes). A Y row's ops, as the API map traces them, run "
+        "natively, and a Y row lifts the namespace rule over its API. N rows are API rules.",
     }
     decided: dict[str, Decision] = {}
     for row in table.rows:  # the specific CPU_FALLBACK naming wins over any Y row
         for op in row.ops:
-            dtypes = f" for {', '.join(row.dtypes)}" if row.dtypes else ""
-            decided.setdefault(op, Decision("cpu_fallback", f"{row.api}: CPU_FALLBACK{dtypes}"))
+            if row.dtypes:
+                dtypes = ", ".join(row.dtypes)
+                note = f"{row.api}: CPU_FALLBACK for {dtypes} only; native for other dtypes"
+                decided.setdefault(op, Decision("native", note))
+            else:
+                decided.setdefault(op, Decision("cpu_fallback", f"{row.api}: CPU_FALLBACK"))
     for row in table.rows:
         if row.value == "Y" and row.kind in ("native", "needs_process_group"):
             for op in (api_map.aten_for(row.api) if api_map is not None else None) or ():

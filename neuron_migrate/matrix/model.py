@@ -238,6 +238,29 @@ class Matrix(NamedTuple):
         """The imported table's row for a public API (``torch.sort``), if the matrix has one."""
         return self.apis.get(qualname)
 
+    def api_lifts_namespace(self, qualname: str) -> bool:
+        """Whether a Y row names this API (or the class or function it belongs to:
+        ``torch.distributions.Normal.sample`` under ``torch.distributions.Normal``): the
+        table's word on that API wins over the rule for its whole namespace."""
+        name = qualname
+        while name:
+            row = self.apis.get(name)
+            if row is not None:
+                return row.status != "unsupported"
+            name = name.rpartition(".")[0]
+        return False
+
+    def dtype_fallbacks(self, op: str) -> tuple[str, ...]:
+        """The dtypes for which an imported table says `op` falls back, where it names them
+        (``aten::add.Tensor`` falls back for float64): the op's status is for the others."""
+        name = normalize_op(op)
+        return tuple(
+            dtype
+            for row in self.apis.values()
+            if row.status == "cpu_fallback" and name in row.ops
+            for dtype in row.dtypes
+        )
+
     def status_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(OP_STATUSES, 0)
         for entry in self.ops.values():
@@ -268,7 +291,7 @@ class Matrix(NamedTuple):
         the rule's lists, and the note says the namespace is partial.
         """
         rule = self.namespace_rule(qualname)
-        if rule is None:
+        if rule is None or self.api_lifts_namespace(qualname):
             return None
         if rule.status != "partial":
             return NamespaceVerdict(qualname, rule.namespace, rule.status, rule.source, rule.note)

@@ -20,7 +20,7 @@ from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
 
 if TYPE_CHECKING:
-    from neuron_migrate.matrix.model import Matrix
+    from neuron_migrate.matrix.model import ApiEntry, Matrix
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _XLA_CATEGORIES = ("torch_xla", "xla_idiom", "ambiguous")
@@ -294,6 +294,8 @@ class _Classifier:
             )
             return
         row = ctx.matrix.api_status(qualname)
+        if self.add_table_row(site, qualname, row):
+            return
         if row is not None and row.status == "unsupported":
             # An N row of an imported official table: the API is refused whatever ops it reaches.
             self.add(
@@ -352,11 +354,34 @@ class _Classifier:
         if name in _FLOAT64_METHODS:
             self.add_float64(site, f"Tensor.{name}", confidence="low")
             return
+        if self.add_table_row(site, f"Tensor.{name}", self.ctx.matrix.api_status(f"Tensor.{name}")):
+            return
         aten = self.ctx.api_map.aten_for_tensor_method(name)
         if aten is not None:
             patterns = self.ctx.api_map.patterns_for(f"Tensor.{name}")
             choice = choose(patterns, site.args, site.kwargs, method=True)
             self.add_op(site, f"Tensor.{name}", aten, "low", choice)
+
+    def add_table_row(self, site: Site, api: str, row: ApiEntry | None) -> bool:
+        """A Y row of an imported official table: the table's word on this API wins over the
+        statuses of the ops the API map says it reaches (and over its namespace's rule). Its
+        finding is native, its evidence the table's. False when there is no such row."""
+        if row is None or row.status != "native":
+            return False
+        matrix = self.ctx.matrix
+        kind = f" ({row.kind.replace('_', ' ')})" if row.kind else ""
+        self.add(
+            site,
+            self.ctx.rules.for_analyzer("op-native"),
+            category="op",
+            status="native",
+            api=api,
+            message=f"{api}: Y{kind} in the official table of torch-neuronx {matrix.version}"
+            f"{_sure(matrix, [row.source])}",
+            aten=tuple(self.ctx.api_map.aten_for(api) or ()),
+            evidence=matrix.surest([row.source]),
+        )
+        return True
 
     def add_float64(self, site: Site, api: str, confidence: str = "high") -> None:
         matrix = self.ctx.matrix
