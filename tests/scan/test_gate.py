@@ -17,7 +17,8 @@ FALLBACK = "import torch\nv, i = torch.sort(torch.ones(3, device='neuron'))\n"
 STATED_FALLBACK = "import torch\nv = torch.linalg.inv(torch.ones(3, 3, device='neuron'))\n"
 FLOAT64 = "import torch\nx = torch.ones(3, dtype=torch.float64)\n"
 UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
-# Max pooling is assumed to fall back (no source names aten::max_pool2d_with_indices); an LSTM calls, on the device, a fused cell with no CPU kernel.
+# Max pooling is assumed to fall back (no source names aten::max_pool2d_with_indices); an LSTM
+# calls, on the device, a fused cell with no CPU kernel.
 POOLING = (
     "import torch\nimport torch.nn.functional as F\n"
     "y = F.max_pool2d(torch.ones(1, 1, 4, 4, device='neuron'), 2)\n"
