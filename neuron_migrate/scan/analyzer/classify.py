@@ -176,7 +176,7 @@ class _Classifier:
             site,
             rule,
             category=category,
-            status="xla",
+            status="advice" if rule.advises else "xla",
             api=api,
             message=rule.summary
             if blocker is None
