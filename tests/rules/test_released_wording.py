@@ -39,7 +39,7 @@ CLAIMS = [
     (
         r"collectives read COLLECTIVE_BUCKETSIZE_IN_MB|or set COLLECTIVE_BUCKETSIZE_IN_MB|"
         r"/ COLLECTIVE_BUCKETSIZE_IN_MB",
-        "COLLECTIVE_BUCKETSIZE_IN_MB is a pre-release name; the released distributed rows are unread",
+        "COLLECTIVE_BUCKETSIZE_IN_MB is a pre-release name; the released rows are unread",
     ),
     (
         r"name no NEURON_RT_\* variable|do not name this Neuron Runtime variable",
