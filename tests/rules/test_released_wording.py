@@ -117,3 +117,20 @@ def test_neuron_cc_flags_is_advice_not_an_xla_use(tmp_path) -> None:
     assert sorted(found) == [("run.sh", "advice"), ("train.py", "advice")]
     gate = invoke(["scan", str(tmp_path), "--no-cache", "--no-config", "--fail-on", "xla"])
     assert gate.exit_code == 0
+
+
+def test_fsdp1_gets_a_finding_that_says_only_fsdp2_is_documented(tmp_path) -> None:
+    """The released docs document FSDP2 (fully_shard) only: FSDP1's wrapper is reported as
+    advice (its status is unknown, not refused), and nothing is rewritten."""
+    import json
+
+    from tests.cli import invoke
+
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(torch.nn.Linear(8, 8))\n"
+    )
+    result = invoke(["scan", str(tmp_path), "--no-cache", "--no-config", "-f", "json"])
+    [fsdp] = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "NM604"]
+    assert (fsdp["status"], fsdp["line"]) == ("advice", 3)
+    assert "FSDP2" in fsdp["message"] and "not stated" in fsdp["message"]

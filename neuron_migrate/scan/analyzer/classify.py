@@ -278,6 +278,12 @@ class _Classifier:
         ctx = self.ctx
         if qualname.startswith("functorch"):
             qualname = "torch.func" + qualname[len("functorch") :]
+        rule = ctx.rules.for_reference(qualname)
+        if rule is not None and rule.keeps:  # advice about a torch API itself (FSDP1)
+            self.add(
+                site, rule, category="api", status="advice", api=qualname, message=rule.summary
+            )
+            return
         namespace = ctx.matrix.namespace_status(qualname)
         if namespace is not None:
             partial = namespace.namespace == "torch.fft"
