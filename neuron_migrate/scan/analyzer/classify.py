@@ -278,10 +278,10 @@ class _Classifier:
         ctx = self.ctx
         if qualname.startswith("functorch"):
             qualname = "torch.func" + qualname[len("functorch") :]
-        rule = ctx.rules.for_reference(qualname)
-        if rule is not None and rule.keeps:  # advice about a torch API itself (FSDP1)
+        advice = ctx.rules.for_reference(qualname)
+        if advice is not None and advice.keeps:  # advice about a torch API itself (FSDP1)
             self.add(
-                site, rule, category="api", status="advice", api=qualname, message=rule.summary
+                site, advice, category="api", status="advice", api=qualname, message=advice.summary
             )
             return
         namespace = ctx.matrix.namespace_status(qualname)
