@@ -98,14 +98,17 @@ _HOST_KEYS = (
     "CompositeExplicitAutogradNonFunctional",
     "CompositeImplicitAutograd",
 )
-# The host-device transfer: no CPU kernel of its own, and the device implements it.
-_TRANSFER = "aten::_copy_from"
+# Ops without a CPU kernel that the device handles itself: the host-device transfers, and
+# record_stream (a kernel of the engine's own, a no-op in the Python engine).
+_DEVICE_HANDLED = frozenset(
+    {"aten::_copy_from", "aten::_copy_from_and_resize", "aten::record_stream"}
+)
 
 
 def _has_host_kernel(name: str) -> bool:
     """Whether the simulated device (which runs every op on the host) can run `name`. Only
     aten ops are asked; c10d and custom ops have their own kernels."""
-    if not name.startswith("aten::") or name == _TRANSFER:
+    if not name.startswith("aten::") or name in _DEVICE_HANDLED:
         return True
     import torch
 
