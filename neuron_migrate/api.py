@@ -22,7 +22,7 @@ from neuron_migrate.scan.engine import (
 )
 from neuron_migrate.scan.file_findings import FileFindings, Kind, counted_with_status
 from neuron_migrate.scan.findings import FileError, Finding
-from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS
+from neuron_migrate.scan.gate import ERROR_STATUS, HIDING_ERRORS, gate_status
 from neuron_migrate.scan.scan_data import header_for
 from neuron_migrate.scan.scanned import ScannedFile
 from neuron_migrate.scan.store import NoCache, ResultStore, SignatureSource
@@ -84,6 +84,7 @@ class ScanReport:
         "files_prefiltered",
         "files_total",
         "jobs",
+        "matrix_target",
         "policy",
         "root",
         "shard",
@@ -122,8 +123,11 @@ class ScanReport:
         config_path: str | None = None,
         cache_dir: str | None = None,
         jobs: int = 1,
+        matrix_target: str | None = None,
     ) -> None:
         self.root = root
+        # What the scan was told to read: a bundled version, or a matrix file's path.
+        self.matrix_target = matrix_target
         self.target = target
         self.torch_version = torch_version
         # The reported findings (not suppressed), file by file; `findings` decodes them.
@@ -203,7 +207,7 @@ class ScanReport:
         return self.baseline is None or fingerprint not in self.baseline.fingerprints
 
     def fails(self, finding: Finding) -> bool:
-        return self.is_new(finding) and finding.status in self.fail_on_for(finding.path)
+        return self.is_new(finding) and gate_status(finding) in self.fail_on_for(finding.path)
 
     def failing_positions(self, table: FileFindings) -> list[int]:
         """The positions of `table`'s findings that fail the gate."""
@@ -309,7 +313,7 @@ def plan_scan(
         config = resolve_config(root)
     base = root if root.is_dir() else root.parent
     policy = make_policy(config, base, fail_on=fail_on, select=select, ignore=ignore)
-    version = resolve_version(target if target is not None else config.target)
+    version = resolve_version(target if target is not None else config.chosen_target)
     return ScanPlan(root, base, config, policy, version, exclude, max_bytes)
 
 
@@ -411,6 +415,7 @@ def scan_planned(
     report = ScanReport(
         root=str(plan.root),
         target=header.version,
+        matrix_target=plan.target,
         torch_version=header.torch_version,
         files_total=len(files),
         fail_on=plan.policy.fail_on,

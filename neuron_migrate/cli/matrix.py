@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from neuron_migrate.cli.app import new_group
-from neuron_migrate.cli.options import argument, data_console, option
+from neuron_migrate.cli.options import argument, data_console, matrix_option, option
 from neuron_migrate.errors import UsageError
 
 # The matrix package and rich load when a matrix command runs, not with the CLI.
@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
 FormatOption = Annotated[
     str, option("-f", "--format", metavar="FORMAT", help="text (rich, the default) or json.")
 ]
+MatrixOption = Annotated[Path | None, matrix_option()]
 TargetsOption = Annotated[
     list[str] | None,
     option(
@@ -74,6 +75,17 @@ def _styled(status: str) -> str:
     return styled(status)
 
 
+def _chosen(target: list[str] | None, matrix: Path | None) -> list[str]:
+    """The matrices a command reads: `-t` versions and `--matrix FILE`, else every bundled one."""
+    from neuron_migrate.matrix import available_versions, resolve_version
+    from neuron_migrate.matrix.loader import matrix_file_target
+
+    chosen = [resolve_version(v) for v in target or ()]
+    if matrix is not None:
+        chosen.append(matrix_file_target(matrix))
+    return chosen or available_versions()
+
+
 # --- list -------------------------------------------------------------------------------------
 
 
@@ -94,7 +106,12 @@ def matrix_list(fmt: FormatOption = "text") -> int:
                 "torch": m.torch_version,
                 "listed_ops": m.status_counts(),
                 "default": m.default.status,
-                "evidence": sorted(m.evidence),
+                "default_confidence": m.confidence(m.default.source),
+                "is_default_target": version == available_versions()[-1],
+                "evidence": {
+                    key: {"kind": e.kind, "confidence": e.confidence}
+                    for key, e in sorted(m.evidence.items())
+                },
                 "summary": m.summary,
             }
         )
@@ -121,8 +138,11 @@ def matrix_list(fmt: FormatOption = "text") -> int:
     console = _console()
     console.print(table)
     for row in rows:
-        console.print(f"[bold]{row['version']}[/]: {row['summary']}")
-        console.print(f"  evidence: {', '.join(row['evidence'])}")
+        mark = " (the default target)" if row["is_default_target"] else ""
+        console.print(f"[bold]{row['version']}[/]{mark}: {row['summary']}")
+        keys = (f"{k} ({e['kind']}, {e['confidence']})" for k, e in row["evidence"].items())
+        console.print(f"  evidence: {', '.join(keys)}")
+        console.print(f"  unlisted ops: {row['default']}, confidence {row['default_confidence']}")
     return 0
 
 
@@ -139,14 +159,15 @@ def matrix_show(
         ),
     ],
     target: TargetsOption = None,
+    matrix: MatrixOption = None,
     fmt: FormatOption = "text",
 ) -> int:
     """Status of an aten op or a Python API in each matrix version, with its source."""
-    from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
+    from neuron_migrate.matrix import load_matrix
     from neuron_migrate.matrix.query import describe_name
 
     fmt = _check_format(fmt)
-    versions = [resolve_version(v) for v in target or ()] or available_versions()
+    versions = _chosen(target, matrix)
     reports = [describe_name(name, load_matrix(v), _api_map_for(load_matrix(v))) for v in versions]
     if all(r.kind == "unknown" for r in reports):
         raise UsageError(
@@ -188,7 +209,9 @@ def _print_report(console: Console, r: NameReport) -> None:
     def entry(label: str, body: dict[str, Any]) -> None:
         evidence = body["evidence"]
         used.setdefault(evidence["key"], evidence)
-        why = escape("[" + evidence["key"] + ", " + evidence["kind"] + "]")
+        why = escape(
+            f"[{evidence['key']}, {evidence['kind']}, confidence {evidence['confidence']}]"
+        )
         console.print(f"  {label}: {_styled(body['status'])} {why}")
         if body.get("note"):
             console.print(f"    {escape(body['note'])}", style="dim")
@@ -212,8 +235,13 @@ def _print_report(console: Console, r: NameReport) -> None:
 def matrix_diff(
     v1: Annotated[str, argument("V1", "Older torch-neuronx version (2.13.3.0), or a matrix file.")],
     v2: Annotated[
-        str, argument("V2", "Newer version, or a matrix file (what `matrix import -o` wrote).")
-    ],
+        str | None,
+        argument("V2", "Newer version, or a matrix file (what `matrix import -o` wrote)."),
+    ] = None,
+    matrix: Annotated[
+        Path | None,
+        option("--matrix", metavar="FILE", help="A matrix file to compare V1 with (as V2)."),
+    ] = None,
     fmt: FormatOption = "text",
 ) -> int:
     """What differs between two matrices: op statuses, listings, evidence and rules."""
@@ -222,10 +250,16 @@ def matrix_diff(
     from rich.table import Table
 
     from neuron_migrate.matrix import diff_matrices
-    from neuron_migrate.matrix.loader import load_named
+    from neuron_migrate.matrix.loader import load_matrix, load_named, matrix_file_target
 
     fmt = _check_format(fmt)
-    a, b = load_named(v1, given_as="version"), load_named(v2, given_as="version")
+    if (v2 is None) == (matrix is None):
+        raise UsageError("matrix diff: give V2 or --matrix FILE (one of them)")
+    a = load_named(v1, given_as="version")
+    b = load_named(v2, given_as="version") if v2 is not None else None
+    if matrix is not None:
+        b = load_matrix(matrix_file_target(matrix))
+    assert b is not None
     diff = diff_matrices(a, b)
     if fmt == "json":
         _emit_json(diff.to_dict())
@@ -270,14 +304,16 @@ def matrix_diff(
 
 
 @group.command("stats")
-def matrix_stats(target: TargetsOption = None, fmt: FormatOption = "text") -> int:
+def matrix_stats(
+    target: TargetsOption = None, matrix: MatrixOption = None, fmt: FormatOption = "text"
+) -> int:
     """Entries of each matrix version by status and by the kind of evidence behind them."""
-    from neuron_migrate.matrix import available_versions, load_matrix, resolve_version
+    from neuron_migrate.matrix import load_matrix
     from neuron_migrate.matrix.stats import matrix_stats as compute
     from neuron_migrate.matrix.text import print_stats
 
     fmt = _check_format(fmt)
-    versions = [resolve_version(v) for v in target or ()] or available_versions()
+    versions = _chosen(target, matrix)
     stats = [compute(load_matrix(v)) for v in versions]
     if fmt == "json":
         _emit_json({"versions": stats})

@@ -34,8 +34,32 @@ def argument(metavar: str, help: str, **settings: Any) -> Any:
 
 
 def target_option(help: str) -> Any:
-    """`-t/--target VERSION`: a torch-neuronx version (a bundled matrix, or a unique prefix)."""
+    """`-t/--target VERSION`: a torch-neuronx version (a bundled matrix, or a prefix of one:
+    the newest it names)."""
     return option("-t", "--target", metavar="VERSION", help=help)
+
+
+def matrix_option() -> Any:
+    """`--matrix FILE`: a matrix file (what `matrix import -o FILE` wrote) used instead of the
+    bundled matrices."""
+    return option(
+        "--matrix",
+        metavar="FILE",
+        help="Use this matrix file (e.g. from `matrix import -o FILE`) instead of --target.",
+    )
+
+
+def target_or_matrix(target: str | None, matrix: Path | None) -> str | None:
+    """What `--target` / `--matrix` choose: a version, a matrix file's target (it is loaded
+    first, so a broken file is one error naming its field), or None (the project's, else the
+    newest)."""
+    if matrix is None:
+        return target
+    if target is not None:
+        raise UsageError("--target and --matrix are exclusive: a version, or a matrix file")
+    from neuron_migrate.matrix.loader import matrix_file_target
+
+    return matrix_file_target(matrix)
 
 
 def format_option(formats: tuple[str, ...]) -> Any:

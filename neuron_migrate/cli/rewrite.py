@@ -20,8 +20,10 @@ from neuron_migrate.cli.options import (
     argument,
     checked_choice,
     checked_jobs,
+    matrix_option,
     option,
     target_option,
+    target_or_matrix,
 )
 from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
@@ -117,6 +119,7 @@ def rewrite(
             "unsupported-op markers follow it (default: the project's, else the newest)."
         ),
     ] = None,
+    matrix: Annotated[Path | None, matrix_option()] = None,
     output_format: Annotated[
         str, option("-f", "--format", metavar="{diff,json}", help="diff (default) or json")
     ] = "diff",
@@ -150,6 +153,7 @@ def rewrite(
     checked_jobs(jobs)
     if target is not None and not target.strip():
         raise UsageError("--target: empty value; give a torch-neuronx version such as 2.14")
+    target = target_or_matrix(target, matrix)
     root = path
     inside = out_dir is not None and (
         out_dir.resolve() == root.resolve() or root.resolve() in out_dir.resolve().parents
@@ -165,7 +169,7 @@ def rewrite(
     config = resolve_config(root)  # a malformed one is an error that names the field
     from neuron_migrate.matrix import resolve_version
 
-    version = resolve_version(target if target is not None else config.target)
+    version = resolve_version(target if target is not None else config.chosen_target)
 
     summary = RewriteSummary()
     colour = _use_colour()

@@ -6,7 +6,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from neuron_migrate.cli.options import argument, option, target_option
+from neuron_migrate.cli.options import (
+    argument,
+    matrix_option,
+    option,
+    target_option,
+    target_or_matrix,
+)
 
 if TYPE_CHECKING:
     import typer
@@ -27,6 +33,7 @@ def run(
     target: Annotated[
         str | None, target_option("torch-neuronx version to simulate (default: newest).")
     ] = None,
+    matrix: Annotated[Path | None, matrix_option()] = None,
     trace: Annotated[
         Path | None,
         option("--trace", metavar="FILE", help="Write the merged run trace (JSON) here."),
@@ -42,11 +49,12 @@ def run(
     """
     from neuron_migrate.verify import runner  # subprocess and tempfile load only for `run`
 
+    chosen = target_or_matrix(target, matrix)  # a broken matrix file stops here, one line
     words = list(command or ())
     note = runner.interpreter_note(words)
     if note is not None and not quiet:
         print(note, file=sys.stderr)
-    result = runner.run(words, target)
+    result = runner.run(words, chosen)
     if trace is not None:
         runner.write_trace(result.trace, trace)
     if not quiet:

@@ -16,10 +16,12 @@ from neuron_migrate.cli.options import (
     checked_format,
     checked_jobs,
     format_option,
+    matrix_option,
     option,
     repeatable,
     split_values,
     stderr_console,
+    target_or_matrix,
 )
 from neuron_migrate.cli.progress import progress_bar
 from neuron_migrate.errors import UsageError
@@ -49,6 +51,7 @@ TargetOption = Annotated[
 def scan(
     path: Annotated[Path, argument("PATH", "A file or folder to scan. Nothing is executed.")],
     target: TargetOption = None,
+    matrix: Annotated[Path | None, matrix_option()] = None,
     output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
     output: OutputOption = None,
     fail_on: Annotated[
@@ -59,6 +62,14 @@ def scan(
             "none. " + REPEATABLE,
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        option(
+            "--strict",
+            help="With --fail-on fallback: fail on fallbacks whose evidence is only inferred or "
+            "unknown too (an op no source names). Same as the fail-on value strict.",
+        ),
+    ] = False,
     select: Annotated[
         list[str] | None,
         repeatable(
@@ -144,10 +155,11 @@ def scan(
     with collecting_less(FEW_CYCLES):
         return _scan(
             path,
-            target=target,
+            target=target_or_matrix(target, matrix),
             output_format=checked_format(output_format, FORMATS),
             output=output,
             fail_on=split_values(fail_on, "--fail-on"),
+            strict=strict,
             select=split_values(select),
             ignore=split_values(ignore),
             baseline=baseline,
@@ -173,6 +185,7 @@ def _scan(
     output_format: str,
     output: Path | None,
     fail_on: tuple[str, ...],
+    strict: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     baseline: Path | None,
@@ -203,6 +216,10 @@ def _scan(
     settings = with_baseline_path(resolve_config(path, config, isolated=no_config))
     baseline_path = baseline or (Path(settings.baseline) if settings.baseline else None)
     known = load_baseline(baseline_path) if baseline_path and not write_baseline else None
+    if strict:
+        from neuron_migrate.scan.gate import DEFAULT_FAIL_ON
+
+        fail_on = (*(fail_on or settings.fail_on or DEFAULT_FAIL_ON), "strict")
 
     from neuron_migrate import api  # the engine loads only when a scan runs
 

@@ -16,8 +16,10 @@ from neuron_migrate.cli.options import (
     checked_format,
     checked_jobs,
     format_option,
+    matrix_option,
     option,
     repeatable,
+    target_or_matrix,
 )
 from neuron_migrate.errors import UsageError
 
@@ -37,6 +39,7 @@ def verify_command(
     target: Annotated[
         str | None, option("-t", "--target", metavar="VERSION", help="torch-neuronx version.")
     ] = None,
+    matrix: Annotated[Path | None, matrix_option()] = None,
     output_format: Annotated[str, format_option(FORMATS)] = FORMATS[0],
     output: OutputOption = None,
     fail_on: Annotated[
@@ -69,6 +72,7 @@ def verify_command(
     if not command:
         raise UsageError("verify: give the command to run after `--`, e.g. `-- python train.py`")
     scan_fail_on, on_contradiction = parse_verify_fail_on(fail_on or [])
+    target = target_or_matrix(target, matrix)
     report = verify(path, list(command), target=target, fail_on=scan_fail_on, jobs=jobs)
     if output_format == "json":
         write_output(render_verify_json(report), output)

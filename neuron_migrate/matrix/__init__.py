@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from neuron_migrate.matrix.diff import MatrixDiff, OpChange, RuleChange, diff_matrices
     from neuron_migrate.matrix.loader import clear_cache, load_matrix
     from neuron_migrate.matrix.model import (
+        CONFIDENCES,
         EVIDENCE_KINDS,
         OP_STATUSES,
         ApiEntry,
@@ -39,6 +40,7 @@ _SUBMODULE = {
     **dict.fromkeys(("clear_cache", "load_matrix"), "loader"),
     **dict.fromkeys(
         (
+            "CONFIDENCES",
             "EVIDENCE_KINDS",
             "OP_STATUSES",
             "ApiEntry",
@@ -60,6 +62,7 @@ _SUBMODULE = {
 }
 
 __all__ = [
+    "CONFIDENCES",
     "EVIDENCE_KINDS",
     "OP_STATUSES",
     "ApiEntry",

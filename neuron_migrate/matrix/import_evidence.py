@@ -19,7 +19,7 @@ from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.table import ApiTable, read_table
-from neuron_migrate.matrix.versions import VERSION_RE
+from neuron_migrate.matrix.versions import VERSION_RE, paired_torch
 from neuron_migrate.matrix.writer import Group, dump_yaml, render_ops
 from neuron_migrate.yaml_data import load_yaml
 
@@ -73,7 +73,9 @@ def import_file(
     if head.lstrip().startswith("{"):
         probe = _read_probe(path, shown)
         version = version or probe["versions"].get("torch_neuronx") or ""
-        torch = torch or probe["versions"].get("torch") or ""
+        # The simulated device runs on the host's torch, which is no pairing of the version.
+        recorded = "" if probe.get("simulated") else probe["versions"].get("torch")
+        torch = torch or recorded or paired_torch(version) or ""
         return _finish(version, torch, base_doc, *_from_probe(probe, path, shown, version))
     table = read_table(path, shown)
     version = version or table.version
@@ -99,14 +101,20 @@ def _from_table(
         "reference": f"{Path(table.path).name} (sha256 {table.sha256}), imported by "
         "neuron-migrate matrix import",
         "kind": "official-table",
-        "note": "A CPU_FALLBACK row's ATen ops fall back (for its dtypes, where it names them); "
-        "a Y row's ops, as the API map traces them, run natively. N rows are API rules.",
+        "note": "A CPU_FALLBACK row's ATen ops fall back; one that names dtypes (coverage that "
+        "differs by dtype) falls back for those only and runs natively for the others, which "
+        "its API row keeps (apis.<api>.dtypes). A Y row's ops, as the API map traces them, run "
+        "natively, and a Y row lifts the namespace rule over its API. N rows are API rules.",
     }
     decided: dict[str, Decision] = {}
     for row in table.rows:  # the specific CPU_FALLBACK naming wins over any Y row
         for op in row.ops:
-            dtypes = f" for {', '.join(row.dtypes)}" if row.dtypes else ""
-            decided.setdefault(op, Decision("cpu_fallback", f"{row.api}: CPU_FALLBACK{dtypes}"))
+            if row.dtypes:
+                dtypes = ", ".join(row.dtypes)
+                note = f"{row.api}: CPU_FALLBACK for {dtypes} only; native for other dtypes"
+                decided.setdefault(op, Decision("native", note))
+            else:
+                decided.setdefault(op, Decision("cpu_fallback", f"{row.api}: CPU_FALLBACK"))
     for row in table.rows:
         if row.value == "Y" and row.kind in ("native", "needs_process_group"):
             for op in (api_map.aten_for(row.api) if api_map is not None else None) or ():
@@ -181,7 +189,7 @@ def _from_probe(
     fallback = _op_list(probe["fallback_ops"], shown, "fallback_ops")
     where = "the simulated device" if probe.get("simulated") else "a Neuron device"
     command = " ".join(probe.get("command") or []) or "no command"
-    evidence = {
+    evidence: dict[str, Any] = {
         "title": f"Recorded on {where} by neuron-migrate matrix probe (torch-neuronx {version})",
         "reference": f"{path.name} (sha256 {_sha256(path)}): {registered.get('source', '?')}; "
         f"torch_neuronx.get_fallback_ops() after `{command}`",
@@ -189,6 +197,13 @@ def _from_probe(
         "note": "Registered and executed ATen ops run natively; ops the command fell back on "
         "run on the host. Ops the command did not reach keep the base matrix's status.",
     }
+    if probe.get("simulated"):
+        # It ran the matrix it was given: the path is tested, TorchNeuron is not.
+        evidence["confidence"] = "unknown"
+        evidence["note"] += (
+            " Recorded on neuron-migrate's simulated device, which runs the matrix it was "
+            "given: this confirms nothing about TorchNeuron."
+        )
     decided = {
         op: Decision("cpu_fallback", "fell back during the probed command") for op in fallback
     }

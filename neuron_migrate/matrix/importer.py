@@ -18,7 +18,9 @@ Inputs (all in the repository):
   ``aten::any.dim`` runs torch's CompositeExplicitAutogradNonFunctional kernel for it, which
   allocates the result and calls the delegate ``aten::any.out``.
 
-Both versions are written from the same evidence; only the version and the torch pairing differ.
+The versions of one Neuron release are written from the same evidence; only the version and the
+torch pairing differ. A version with a `release` (2.13.3.1 and 2.14.3.1: Neuron 2.34) adds that
+release's evidence, op groups, API rows and unknowns from ``curated.yaml`` to the shared ones.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ _BY_BASE = "dev-snapshot registered by base name"
 _ALLOCATION = ("aten::empty.memory_format", "aten::empty_strided")
 # What torch calls to copy between the host and a PrivateUse1 device; no CPU kernel of its own.
 _TRANSFER = "aten::_copy_from"
+_APIS_COMMENT = "# Public APIs the release names (what `matrix import` writes for table rows)."
 
 
 @dataclass
@@ -532,6 +535,41 @@ def _named(op: str, words: tuple[str, ...]) -> bool:
 # --- writing ----------------------------------------------------------------------------------
 
 
+def for_release(
+    spec: dict[str, Any], curated: dict[str, Any], groups: list[Group]
+) -> tuple[dict[str, Any], list[Group]]:
+    """The curated input and the op groups of one version: the shared ones, plus what its
+    release adds (its groups take their ops out of the shared ones: an op is listed once)."""
+    release = curated.get("releases", {}).get(spec.get("release", ""))
+    if release is None:
+        return curated, groups
+    added = [
+        Group(g["group"], g["status"], g["source"], g["note"], dict(_expand_plain(g["ops"])))
+        for g in release.get("ops", [])
+    ]
+    taken = {op for g in added for op in g.ops}
+    kept = []
+    for group in groups:
+        ops = {op: note for op, note in group.ops.items() if op not in taken}
+        if ops:
+            kept.append(Group(group.name, group.status, group.source, group.note, ops))
+    merged = {
+        **curated,
+        "neuron_sdk": release["neuron_sdk"],
+        "summary": release["summary"],
+        "honesty_note": curated["honesty_note"] + release["honesty_note"],
+        "evidence": {**curated["evidence"], **release["evidence"]},
+        "unknowns": [*curated["unknowns"], *release.get("unknowns", [])],
+        "apis": release.get("apis", {}),
+    }
+    return merged, [*kept, *added]
+
+
+def _expand_plain(items: Iterable[Any]) -> Iterable[tuple[str, str]]:
+    for item in items:
+        yield (item["op"], item.get("note", "")) if isinstance(item, dict) else (item, "")
+
+
 def render(
     version: str,
     spec: dict[str, Any],
@@ -539,6 +577,7 @@ def render(
     groups: list[Group],
     torch_version: str,
 ) -> str:
+    curated, groups = for_release(spec, curated, groups)
     header = [
         f"# TorchNeuron compatibility matrix for torch-neuronx {version} "
         f"(pairs with torch {spec['torch']}).",
@@ -558,7 +597,11 @@ def render(
         "torch": spec["torch"],
         "neuron_sdk": curated["neuron_sdk"],
         "summary": curated["summary"],
-        "evidence_shared_with": [v for v in curated["versions"] if v != version],
+        "evidence_shared_with": [
+            v
+            for v, other in curated["versions"].items()
+            if v != version and other.get("release") == spec.get("release")
+        ],
         "op_universe": f"aten/c10d overloads of torch {torch_version}",
     }
     parts = ["\n".join(header), dump_yaml(top)]
@@ -574,6 +617,9 @@ def render(
     parts.append(dump_yaml({"compile": curated["compile"]}))
     parts.append("# What the released behaviour does not settle (said, not guessed).")
     parts.append(dump_yaml({"unknowns": curated["unknowns"]}))
+    if curated.get("apis"):
+        parts.append(_APIS_COMMENT)
+        parts.append(dump_yaml({"apis": curated["apis"]}))
     parts.append(render_ops(groups))
     return "\n\n".join(p.rstrip() for p in parts) + "\n"
 

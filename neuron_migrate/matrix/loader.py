@@ -14,7 +14,9 @@ from typing import Any
 from neuron_migrate import resources
 from neuron_migrate.errors import DataFileError
 from neuron_migrate.matrix.model import (
+    CONFIDENCES,
     EVIDENCE_KINDS,
+    KIND_CONFIDENCE,
     NAMESPACE_STATUSES,
     OP_STATUSES,
     ApiEntry,
@@ -30,7 +32,7 @@ from neuron_migrate.matrix.model import (
 )
 from neuron_migrate.matrix.names import normalize_op
 from neuron_migrate.matrix.versions import VERSION_RE as _VERSION_RE
-from neuron_migrate.matrix.versions import resolve_version
+from neuron_migrate.matrix.versions import is_matrix_file, resolve_version
 from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
 SCHEMA_VERSION = 1
@@ -49,7 +51,10 @@ def load_matrix(version: str | None = None, *, path: Path | None = None) -> Matr
     """
     if path is None:
         version = resolve_version(version)
-        path = resources.matrix_dir() / f"{version}.yaml"
+        if is_matrix_file(version):
+            path, version = Path(version), None
+        else:
+            path = resources.matrix_dir() / f"{version}.yaml"
     key = str(Path(path).resolve())
     with _lock:
         cached = _cache.get(key)
@@ -66,6 +71,18 @@ def load_named(name: str, given_as: str = "--target") -> Matrix:
     if name.endswith((".yaml", ".yml")) and path.is_file():
         return load_matrix(path=path)
     return load_matrix(resolve_version(name, given_as=given_as))
+
+
+def matrix_file_target(file: str | Path, given_as: str = "--matrix") -> str:
+    """The target a matrix file stands for (its absolute path), once it has loaded: a missing
+    or broken file is one error naming it (and the field), before anything else runs."""
+    path = Path(file)
+    if not path.is_file():
+        raise DataFileError(str(file), "<file>", f"{given_as}: no such matrix file")
+    if not path.name.endswith((".yaml", ".yml")):
+        raise DataFileError(str(file), "<file>", f"{given_as}: a matrix file ends in .yaml")
+    load_matrix(path=path)
+    return str(path.resolve())
 
 
 def clear_cache() -> None:
@@ -224,9 +241,23 @@ class _Parser:
                 reference=self.text(body, "reference", field),
                 note=self.text(body, "note", field, required=False),
                 kind=kind,
+                confidence=self.confidence(body, field, kind),
             )
         self.evidence_keys = set(result)
         return result
+
+    def confidence(self, body: dict[str, Any], field: str, kind: str) -> str:
+        """The evidence's own `confidence`, which may say less than its kind, never more."""
+        ceiling = KIND_CONFIDENCE[kind]
+        if "confidence" not in body:
+            return ceiling
+        value = self.choice(body, "confidence", field, tuple(CONFIDENCES))
+        order = list(CONFIDENCES)
+        if order.index(value) < order.index(ceiling):
+            raise self.fail(
+                f"{field}.confidence", f"{value!r} is surer than its kind {kind!r} allows"
+            )
+        return value
 
     def default(self, value: Any) -> OpVerdict:
         body = self.mapping(value, "default")

@@ -4,7 +4,7 @@ The records, and the matrix holding them, are named tuples (see `scan.records` f
 not frozen dataclasses). All pickle across a process pool. No torch here.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from neuron_migrate.matrix.names import normalize_dtype, normalize_memory_format, normalize_op
@@ -17,11 +17,33 @@ NAMESPACE_STATUSES: tuple[str, ...] = ("native", "cpu_fallback", "unsupported", 
 EVIDENCE_KINDS: dict[str, str] = {
     "official-table": "the official per-API compatibility table of the release",
     "device-probe": "recorded on a device by `neuron-migrate matrix probe`",
-    "released": "the released Neuron 2.33 documentation",
+    "released": "the released Neuron documentation (2.33; what could be read of 2.34)",
     "dev-snapshot": "a pre-release TorchNeuron snapshot (April 2026); the release may differ",
     "torch-inference": "inferred from torch's own dispatcher and kernels, not from TorchNeuron",
     "unverified": "a claim no retrieved text confirms (the project brief)",
+    "assumed": "no source names it: the matrix default, an inference from absence",
     "unclassified": "a source without a kind",
+}
+
+# How sure a status is, surest first: what a finding, `matrix show` and the gate say. A source's
+# kind gives its confidence unless the evidence says less (a released page from which an op list
+# was inferred is `inferred`). Only a device (or the official table) confirms.
+CONFIDENCES: dict[str, str] = {
+    "confirmed": "the official table, or a probe recorded on a Neuron device",
+    "released": "stated in released Neuron text",
+    "dev-snapshot": "read from a pre-release snapshot; the release may differ",
+    "inferred": "inferred (from torch's kernels, from an API the release names, from absence)",
+    "unknown": "no source settles it",
+}
+KIND_CONFIDENCE: dict[str, str] = {
+    "official-table": "confirmed",
+    "device-probe": "confirmed",
+    "released": "released",
+    "dev-snapshot": "dev-snapshot",
+    "torch-inference": "inferred",
+    "unverified": "unknown",
+    "assumed": "unknown",
+    "unclassified": "unknown",
 }
 
 
@@ -33,6 +55,7 @@ class Evidence(NamedTuple):
     reference: str
     note: str = ""
     kind: str = "unclassified"  # one of EVIDENCE_KINDS
+    confidence: str = "unknown"  # one of CONFIDENCES, never above KIND_CONFIDENCE[kind]
 
 
 class OpVerdict(NamedTuple):
@@ -200,9 +223,43 @@ class Matrix(NamedTuple):
         evidence = self.evidence.get(source)
         return evidence.kind if evidence is not None else "unclassified"
 
+    def confidence(self, source: str) -> str:
+        """How sure a status resting on the evidence key `source` is (one of CONFIDENCES)."""
+        evidence = self.evidence.get(source)
+        return evidence.confidence if evidence is not None else "unknown"
+
+    def surest(self, sources: Iterable[str]) -> str:
+        """The surest confidence among `sources`: a verdict several sources give is as sure
+        as the best of them ("unknown" for none)."""
+        order = list(CONFIDENCES)
+        return min((self.confidence(s) for s in sources), key=order.index, default="unknown")
+
     def api_status(self, qualname: str) -> ApiEntry | None:
         """The imported table's row for a public API (``torch.sort``), if the matrix has one."""
         return self.apis.get(qualname)
+
+    def api_lifts_namespace(self, qualname: str) -> bool:
+        """Whether a Y row names this API (or the class or function it belongs to:
+        ``torch.distributions.Normal.sample`` under ``torch.distributions.Normal``): the
+        table's word on that API wins over the rule for its whole namespace."""
+        name = qualname
+        while name:
+            row = self.apis.get(name)
+            if row is not None:
+                return row.status != "unsupported"
+            name = name.rpartition(".")[0]
+        return False
+
+    def dtype_fallbacks(self, op: str) -> tuple[str, ...]:
+        """The dtypes for which an imported table says `op` falls back, where it names them
+        (``aten::add.Tensor`` falls back for float64): the op's status is for the others."""
+        name = normalize_op(op)
+        return tuple(
+            dtype
+            for row in self.apis.values()
+            if row.status == "cpu_fallback" and name in row.ops
+            for dtype in row.dtypes
+        )
 
     def status_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(OP_STATUSES, 0)
@@ -234,7 +291,7 @@ class Matrix(NamedTuple):
         the rule's lists, and the note says the namespace is partial.
         """
         rule = self.namespace_rule(qualname)
-        if rule is None:
+        if rule is None or self.api_lifts_namespace(qualname):
             return None
         if rule.status != "partial":
             return NamespaceVerdict(qualname, rule.namespace, rule.status, rule.source, rule.note)

@@ -93,7 +93,8 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
         statuses = [o["status"] for o in ops] + ([ns.status] if ns is not None else [])
         table_row = None
         if row is not None:
-            statuses.append(row.status)
+            # The table's row speaks about this API itself: it decides, whatever its ops.
+            statuses = [row.status]
             table_row = {
                 **row._asdict(),
                 "evidence": describe_evidence(matrix.evidence.get(row.source), row.source),

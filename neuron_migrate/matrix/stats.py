@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuron_migrate.matrix.model import EVIDENCE_KINDS, OP_STATUSES, Evidence, Matrix
+from neuron_migrate.matrix.model import CONFIDENCES, EVIDENCE_KINDS, OP_STATUSES, Evidence, Matrix
 
 
 def matrix_stats(m: Matrix) -> dict[str, Any]:
@@ -20,14 +20,23 @@ def matrix_stats(m: Matrix) -> dict[str, Any]:
     by_status = dict.fromkeys(OP_STATUSES, 0)
     by_kind = dict.fromkeys(kinds, 0)
     table = {kind: dict.fromkeys(OP_STATUSES, 0) for kind in kinds}
+    by_confidence = {c: dict.fromkeys(OP_STATUSES, 0) for c in CONFIDENCES}
     by_source: dict[str, dict[str, Any]] = {}
     for entry in m.ops.values():
         kind = m.evidence_kind(entry.source)
         by_status[entry.status] += 1
         by_kind[kind] += 1
         table[kind][entry.status] += 1
+        confidence = m.confidence(entry.source)
+        by_confidence[confidence][entry.status] += 1
         source = by_source.setdefault(
-            entry.source, {"kind": kind, "entries": 0, "by_status": dict.fromkeys(OP_STATUSES, 0)}
+            entry.source,
+            {
+                "kind": kind,
+                "confidence": confidence,
+                "entries": 0,
+                "by_status": dict.fromkeys(OP_STATUSES, 0),
+            },
         )
         source["entries"] += 1
         source["by_status"][entry.status] += 1
@@ -42,16 +51,19 @@ def matrix_stats(m: Matrix) -> dict[str, Any]:
         "by_status": by_status,
         "by_kind": by_kind,
         "by_kind_and_status": table,
+        "by_confidence_and_status": by_confidence,
         "by_source": dict(sorted(by_source.items())),
         "default": {
             "status": m.default.status,
             "source": m.default.source,
             "kind": m.evidence_kind(m.default.source),
+            "confidence": m.confidence(m.default.source),
         },
         "rules": {"count": len(rules), "by_kind": rules_by_kind, "items": rules},
         "apis": len(m.apis),
         "unknowns": [u.topic for u in m.unknowns],
         "kinds": dict(EVIDENCE_KINDS),
+        "confidences": dict(CONFIDENCES),
     }
 
 
@@ -63,6 +75,7 @@ def _rules(m: Matrix) -> Any:
             "status": status,
             "source": source,
             "kind": m.evidence_kind(source),
+            "confidence": m.confidence(source),
         }
 
     for d in m.dtypes:
@@ -82,11 +95,17 @@ def _rules(m: Matrix) -> Any:
 def describe_evidence(evidence: Evidence | None, key: str) -> dict[str, str]:
     """An evidence key in plain words: what it is, how strong, where to read it."""
     if evidence is None:
-        return {"key": key, "kind": "unclassified", "kind_means": EVIDENCE_KINDS["unclassified"]}
+        return {
+            "key": key,
+            "kind": "unclassified",
+            "kind_means": EVIDENCE_KINDS["unclassified"],
+            "confidence": "unknown",
+        }
     return {
         "key": key,
         "kind": evidence.kind,
         "kind_means": EVIDENCE_KINDS.get(evidence.kind, ""),
+        "confidence": evidence.confidence,
         "title": evidence.title,
         "reference": evidence.reference,
         "note": evidence.note,

@@ -21,7 +21,10 @@ def styled(status: str) -> str:
 
 def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     """``evidence`` (`stats.describe_evidence`) as sentences: kind, what it is, where to read."""
-    lines = [f"{evidence['key']}: {evidence['kind']}, {evidence['kind_means']}."]
+    lines = [
+        f"{evidence['key']}: {evidence['kind']}, {evidence['kind_means']}; "
+        f"confidence {evidence.get('confidence', 'unknown')}."
+    ]
     if evidence.get("title"):
         lines.append(f"  {evidence['title']}.")
     if evidence.get("reference"):
@@ -62,12 +65,23 @@ def print_stats(console: Console, stats: dict[str, Any]) -> None:
         f"[bold]{stats['rules']['count']}[/]",
     )
     console.print(table)
+    sure = stats["by_confidence_and_status"]
+    console.print(
+        "By confidence: "
+        + "; ".join(
+            f"{c} {sum(row.values())} ({row['cpu_fallback']} cpu_fallback)"
+            for c, row in sure.items()
+            if sum(row.values())
+        )
+        + "."
+    )
     default = stats["default"]
     console.print(
-        f"Unlisted ops: {styled(default['status'])} ({default['source']}, {default['kind']})."
+        f"Unlisted ops: {styled(default['status'])} ({default['source']}, {default['kind']}, "
+        f"confidence {default['confidence']})."
     )
     if stats["apis"]:
-        console.print(f"Official-table rows: {stats['apis']}.")
+        console.print(f"API rows (imported table or named by the release): {stats['apis']}.")
     for kind, means in stats["kinds"].items():
         if stats["by_kind"][kind] or stats["rules"]["by_kind"][kind]:
             console.print(f"  {kind}: {means}", style="dim")

@@ -1,7 +1,8 @@
 """`[tool.neuron-migrate]` in pyproject.toml, found upward from the scanned path.
 
     [tool.neuron-migrate]
-    target = "2.14"                      # torch-neuronx version (a unique prefix is enough)
+    target = "2.14"                      # torch-neuronx version (a prefix: its newest, 2.14.3.1)
+    matrix = "neuron-matrix.yaml"        # or a matrix file (`matrix import -o`), not both
     fail-on = ["unsupported", "fallback"]
     select = ["NM1", "NM902"]            # codes or code prefixes to report (default: all)
     ignore = ["NM941"]                   # codes or prefixes never reported
@@ -30,7 +31,16 @@ from neuron_migrate.scan.findings import Finding
 from neuron_migrate.scan.gate import parse_fail_on
 
 TABLE = "tool.neuron-migrate"
-_TOP_KEYS = ("target", "fail-on", "select", "ignore", "exclude", "baseline", "overrides")
+_TOP_KEYS = (
+    "target",
+    "matrix",
+    "fail-on",
+    "select",
+    "ignore",
+    "exclude",
+    "baseline",
+    "overrides",
+)
 _OVERRIDE_KEYS = ("paths", "select", "ignore", "fail-on")
 
 
@@ -50,6 +60,12 @@ class Config(NamedTuple):
     exclude: tuple[str, ...] = ()
     baseline: str | None = None  # resolved against the config file's folder
     overrides: tuple[Override, ...] = ()
+    matrix: str | None = None  # a matrix file's absolute path (resolved against the folder)
+
+    @property
+    def chosen_target(self) -> str | None:
+        """What the project targets: its matrix file, else its version (None: the newest)."""
+        return self.matrix if self.matrix is not None else self.target
 
     @property
     def folder(self) -> Path | None:
@@ -123,6 +139,11 @@ def parse_table(table: Any, path: Path) -> Config:
     target = fields.text("target")
     if target is not None:
         _check_target(fields, target)
+    matrix = fields.text("matrix")
+    if matrix is not None:
+        if target is not None:
+            raise fields.fail("matrix", "give target or matrix, not both")
+        matrix = _check_matrix(fields, path.parent / matrix)
     overrides = []
     raw = table.get("overrides", [])
     if not isinstance(raw, list):
@@ -147,7 +168,18 @@ def parse_table(table: Any, path: Path) -> Config:
         exclude=fields.strings("exclude") or (),
         baseline=fields.text("baseline"),
         overrides=tuple(overrides),
+        matrix=matrix,
     )
+
+
+def _check_matrix(fields: "_Fields", file: Path) -> str:
+    """The matrix file's target, loaded now: a broken one is one line naming this key."""
+    from neuron_migrate.matrix.loader import matrix_file_target
+
+    try:
+        return matrix_file_target(file, given_as="matrix")
+    except NeuronMigrateError as exc:
+        raise fields.fail("matrix", str(exc)) from None
 
 
 def _check_target(fields: "_Fields", target: str) -> None:

@@ -76,8 +76,7 @@ def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:
     if files.fix == "rename" and hit.name is not None and files.rename_to:
         return Edit(hit.name[0], hit.name[1], files.rename_to)
     if files.fix == "pin" and hit.name is not None and hit.detail in target.versions():
-        version = target.versions()[hit.detail]
-        pin = f"{version}.*" if hit.detail != "torch" else version
+        pin = (item.pair or target).pins()[hit.detail]
         return Edit(hit.name[0], hit.name[1], pin if hit.bare_pin else f"=={pin}")
     return None
 

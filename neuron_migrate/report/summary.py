@@ -8,6 +8,7 @@ from typing import Any
 
 from neuron_migrate.api import ScanReport
 from neuron_migrate.scan.findings import STATUSES, Finding
+from neuron_migrate.scan.gate import report_status
 
 # Worst first: the order in which reports list statuses.
 STATUS_ORDER = ("unsupported", "cpu_fallback", "float64", "xla", "advice", "native")
@@ -31,7 +32,7 @@ def summarize(report: ScanReport) -> dict[str, Any]:
     by_code: Counter[str] = Counter()
     fixable = 0
     for (code, status, category, can_fix), count in by_kind.items():
-        by_status[status] += count
+        by_status[report_status(status)] += count
         by_category[category] += count
         by_code[code] += count
         fixable += count if can_fix else 0

@@ -11,8 +11,21 @@ from rich.markup import escape
 from neuron_migrate import __version__
 from neuron_migrate.verify.reconcile import VerifyReport
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1 added `measures`
 VERDICT_STYLE = {"confirmed": "green", "contradicted": "bold red", "not_exercised": "dim"}
+
+
+def measures(report: VerifyReport) -> str:
+    """What the agreement figure measures, said in every format: the scan and the simulated
+    device read the same matrix, so they agree by construction wherever the matrix is wrong."""
+    return (
+        f"The scan and the simulated device both read the matrix of torch-neuronx "
+        f"{report.scan.target}, so agreement is consistency, not truth: it shows the code does "
+        "what the scan predicted under that matrix, not what TorchNeuron does. For ground truth, "
+        "on a Trn2/Trn3 instance run `neuron-migrate matrix probe -- python train.py`, then "
+        "`neuron-migrate matrix import neuron-probe.json -o neuron-matrix.yaml`, and verify "
+        "with `--matrix neuron-matrix.yaml`."
+    )
 
 
 def _agreement(report: VerifyReport) -> str:
@@ -50,6 +63,7 @@ def verify_to_dict(report: VerifyReport) -> dict[str, Any]:
             "not_verifiable": len(report.not_verifiable),
             "agreement": None if report.agreement is None else round(report.agreement, 4),
         },
+        "measures": measures(report),
     }
 
 
@@ -90,6 +104,7 @@ def render_verify_terminal(report: VerifyReport, console: Console, *, show_nativ
         f"not exercised {report.count('not_exercised')}, not verifiable by a run "
         f"{len(report.not_verifiable)}; [bold]agreement {_agreement(report)}[/]"
     )
+    console.print(f"[dim]{escape(measures(report))}[/]")
 
 
 def render_verify_markdown(report: VerifyReport) -> str:
@@ -97,6 +112,8 @@ def render_verify_markdown(report: VerifyReport) -> str:
         f"## neuron-migrate verify: agreement {_agreement(report)}",
         "",
         f"Target torch-neuronx {report.scan.target}; command exit code {report.exit_code}.",
+        "",
+        measures(report),
         *([f"**Run failed:** {report.run_failure}.", ""] if report.run_failure else []),
         "",
         "| verdict | count |",

@@ -35,6 +35,8 @@ def settings_digest(unsafe: bool, rules: Path | None = None, target: str | None 
     digest = cache_digest(settings.encode())
     digest_yaml(digest, rules or rules_dir())
     digest_yaml(digest, matrix_dir())  # a dependency file's pins name the target matrix's pair
+    if target is not None and target.endswith((".yaml", ".yml")):  # a matrix file: its bytes
+        digest.update(Path(target).read_bytes())
     return digest.hexdigest()
 
 

@@ -172,6 +172,13 @@ class Rule(NamedTuple):
         return self.rewrite is not None and self.rewrite.transform == "keep"
 
     @property
+    def advises(self) -> bool:
+        """Whether its findings are advice, not a torch_xla use to migrate (nothing for a
+        `--fail-on xla` gate): it keeps what it matches, or its findings in project files are
+        advice (NEURON_CC_FLAGS: the compiler's, not XLA's), wherever the use is."""
+        return self.keeps or (self.files is not None and self.files.status == "advice")
+
+    @property
     def fix_safety(self) -> str:
         """How `rewrite` treats this rule, in the words `rules list` prints."""
         if self.match.analyzer is not None:

@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 
 from neuron_migrate.pieces import HeldBytes, Piece
 from neuron_migrate.scan.findings import Finding
+from neuron_migrate.scan.gate import gate_status
 from neuron_migrate.scan.records import Record
 
 # The encoder of `json.dumps(..., separators=(", ", ": "))`, built once instead of per row.
@@ -69,7 +70,8 @@ def with_run_keys(row: bytes, baseline: str | None, gate: bool) -> bytes:
     return row[: -len(_DEFAULT_TAIL)] + _TAILS[(baseline, gate)]
 
 
-# What the gate and the summary count of a finding: (code, status, category, fixable).
+# What the gate and the summary count of a finding: (code, status, category, fixable); the
+# status is `gate.gate_status`, which tells an unsure fallback apart.
 Kind = tuple[str, str, str, bool]
 
 
@@ -108,7 +110,7 @@ class FileFindings(Record):
         return cls.from_rows(
             path,
             [finding_row(f) for f in ordered],
-            [(f.code, f.status, f.category, f.fixable) for f in ordered],
+            [(f.code, gate_status(f), f.category, f.fixable) for f in ordered],
             [f.fingerprint for f in ordered],
         )
 

@@ -53,6 +53,9 @@ class Finding(NamedTuple):
     snippet: str = ""  # the source line, stripped: feeds the fingerprint
     fingerprint: str = ""
     cell: int | None = None  # notebook cell index, when the file is a notebook
+    # How sure the matrix is of the status (`matrix.model.CONFIDENCES`): confirmed, released,
+    # dev-snapshot, inferred or unknown; "" for a finding that is not a matrix verdict.
+    evidence_confidence: str = ""
 
     def to_json(self) -> dict[str, Any]:
         # Spelled out, in field order: every finding of a scan passes through here once.
@@ -75,6 +78,7 @@ class Finding(NamedTuple):
             "snippet": self.snippet,
             "fingerprint": self.fingerprint,
             "cell": self.cell,
+            "evidence_confidence": self.evidence_confidence,
         }
 
     @classmethod

@@ -48,12 +48,23 @@ class DataHeader(NamedTuple):
         return cls(matrix.version, matrix.torch_version, context.api_map.coverage())
 
 
-@lru_cache(maxsize=4)
 def config_digest(target: str) -> str:
-    """A digest of everything besides the file that a result depends on."""
+    """A digest of everything besides the file that a result depends on: the code, the target,
+    the bundled data and, for a matrix file given as the target, its bytes (keyed by its stat,
+    so an edited file is read again)."""
+    if target.endswith((".yaml", ".yml")):
+        stat = Path(target).stat()
+        return _digest(target, (stat.st_mtime_ns, stat.st_size, stat.st_ino))
+    return _digest(target, None)
+
+
+@lru_cache(maxsize=4)
+def _digest(target: str, signature: tuple[int, int, int] | None) -> str:
     digest = cache_digest(code_identity().encode() + b"\0" + target.encode())
     for folder in (rules_dir(), matrix_dir()):
         digest_yaml(digest, folder)
+    if signature is not None:
+        digest.update(Path(target).read_bytes())
     return digest.hexdigest()
 
 

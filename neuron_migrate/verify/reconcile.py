@@ -438,7 +438,8 @@ def verify(
 
     scan_fail_on = tuple(v for v in fail_on if v != "contradiction")
     scan = api.scan(path, target=target, fail_on=scan_fail_on, jobs=jobs)
-    result = runner.run(command, scan.target, stdout_to_stderr=True)
+    # The device runs the matrix the scan read: a matrix file is named by its path.
+    result = runner.run(command, scan.matrix_target or scan.target, stdout_to_stderr=True)
     return reconcile(scan, result.trace, cwd=Path.cwd())
 
 

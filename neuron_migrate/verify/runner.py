@@ -57,11 +57,12 @@ def run(
     With `capture_output`, the command's stdout is returned instead of shown (stderr is shown);
     with `stdout_to_stderr`, it is shown on stderr, leaving stdout to a report.
     """
-    from neuron_migrate.matrix import load_matrix
+    from neuron_migrate.matrix import load_matrix, resolve_version
 
     version = load_matrix(target).version  # raises UnknownTargetError for a bad --target
     workdir = cwd or Path.cwd()
-    argv, env = prepare(command, version, workdir)
+    # The device loads the same matrix: a bundled version, or a matrix file by its path.
+    argv, env = prepare(command, resolve_version(target), workdir)
     env.update(extra_env or {})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-run-") as trace_dir:

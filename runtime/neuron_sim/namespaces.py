@@ -1,9 +1,12 @@
-"""Python namespaces the matrix marks unsupported, refused where they meet neuron tensors.
+"""Python namespaces the matrix marks unsupported, and the APIs an imported official table
+marks N, refused where they meet neuron tensors.
 
 Most of a namespace's ops are ordinary aten ops, so the op check alone would let
 `torch.distributions.Normal(loc_on_neuron, ...)` run. The matrix rules on the namespace as a
 whole; this module enforces them at its entry points, and only for neuron inputs (the same code
-on CPU tensors is the user's business).
+on CPU tensors is the user's business). A table's Y row for one API of such a namespace
+(`torch.vmap`, `torch.distributions.Normal`) lifts the rule for that API, as the scan does; its
+N rows (`torch.cumsum`, `torch.distributed.send`) refuse the API even where its ops would run.
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ class _Refuser:
         verdict = self.matrix.namespace_status(qualname)
         return verdict is not None and verdict.status == "unsupported"
 
-    def refuse(self, qualname: str, namespace: str | None = None) -> NeuronUnsupportedOpError:
+    def refuse(
+        self, qualname: str, namespace: str | None = None, note: str | None = None
+    ) -> NeuronUnsupportedOpError:
         location = user_location()
         namespace = namespace or qualname.rsplit(".", 1)[0]
-        note = f"{namespace} is unsupported in torch-neuronx {self.matrix.version}"
+        note = note or f"{namespace} is unsupported in torch-neuronx {self.matrix.version}"
         error = NeuronUnsupportedOpError(qualname, location, note)
         self.trace.refusals.append({"op": qualname, "location": location, "message": str(error)})
         return error
@@ -58,8 +63,10 @@ def _guard_distributions(refuser: _Refuser) -> None:
         return
 
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
-        if _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
-            raise refuser.refuse(f"torch.distributions.{cls.__name__}")
+        qualname = f"torch.distributions.{cls.__name__}"
+        on_device = _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values())
+        if on_device and refuser.unsupported(qualname):  # a Y row may lift it for this class
+            raise refuser.refuse(qualname)
         return object.__new__(cls)
 
     Distribution.__new__ = __new__  # type: ignore[method-assign]
@@ -102,7 +109,51 @@ def _guarded_transform(
     return guarded
 
 
+def _guard_table_rows(refuser: _Refuser) -> None:
+    """Refuse the APIs an imported official table marks N (`torch.cumsum`, `Tensor.cumsum`,
+    `torch.distributed.send`) when they meet neuron tensors."""
+    for qualname, row in refuser.matrix.apis.items():
+        if row.status != "unsupported":
+            continue
+        owner, name = _owner_of(qualname)
+        original = getattr(owner, name, None) if owner is not None else None
+        if not callable(original):
+            continue  # not a function of this torch (or a flag, as torch.backends.*.benchmark)
+        note = f"N in the official table of torch-neuronx {refuser.matrix.version}"
+        setattr(owner, name, _refusing(original, qualname, note, refuser))
+
+
+def _owner_of(qualname: str) -> tuple[Any, str]:
+    """The module or class that holds the API `qualname`, and its attribute name."""
+    import importlib
+
+    path, _, name = qualname.rpartition(".")
+    if path == "Tensor":
+        return torch.Tensor, name
+    try:
+        return importlib.import_module(path), name
+    except ImportError:
+        parent, _, cls = path.rpartition(".")
+        try:
+            return getattr(importlib.import_module(parent), cls, None), name
+        except ImportError:
+            return None, name
+
+
+def _refusing(
+    api: Callable[..., Any], qualname: str, note: str, refuser: _Refuser
+) -> Callable[..., Any]:
+    @functools.wraps(api)
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        if _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
+            raise refuser.refuse(qualname, note=note)
+        return api(*args, **kwargs)
+
+    return refusing
+
+
 def install(matrix: Any, trace: ProcessTrace) -> None:
     refuser = _Refuser(matrix, trace)
     _guard_distributions(refuser)
     _guard_func(refuser)
+    _guard_table_rows(refuser)

@@ -212,7 +212,9 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
     def describe(name: str) -> tuple[int, bool, tuple[int, ...]]:
         record = policy.record_for(name)
         cpu_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
-        return _STATUS_CODES[record.status], cpu_ok, tuple(_HOST_RESULTS.get(name, ()))
+        # An op it cannot run is refused through `refuse`, which says why.
+        status = record.status if record.runnable else "unsupported"
+        return _STATUS_CODES[status], cpu_ok, tuple(_HOST_RESULTS.get(name, ()))
 
     def first_use(name: str) -> None:
         policy.first_use(records[name])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 from neuron_migrate.matrix import Matrix
-from neuron_sim.errors import NeuronUnsupportedOpError
+from neuron_sim.errors import NeuronNotSimulatedError, NeuronUnsupportedOpError
 from neuron_sim.recorder import LOCATION_SAMPLES, Downcast, OpRecord, ProcessTrace
 from neuron_sim.source import user_location
 
@@ -36,6 +36,7 @@ class OpPolicy:
         if record is None:
             verdict = self.matrix.op_status(name)
             record = OpRecord(name, verdict.status, verdict.source, verdict.note)
+            record.runnable = verdict.status == UNSUPPORTED or _has_host_kernel(name)
             self.trace.ops[name] = record
         return record
 
@@ -50,9 +51,14 @@ class OpPolicy:
                 record.first_location,
             )
 
-    def refuse(self, record: OpRecord) -> NeuronUnsupportedOpError:
+    def refuse(self, record: OpRecord) -> NeuronUnsupportedOpError | NeuronNotSimulatedError:
         """Record a refused call and build the error to raise."""
         location = user_location()
+        if not record.runnable:  # not the device's refusal: nothing goes into the trace
+            where = f" at {location}" if location else ""
+            return NeuronNotSimulatedError(
+                record.name, record.status, record.evidence, self.matrix.version, where
+            )
         record.refused += 1
         if record.first_location is None:
             record.first_location = location
@@ -83,6 +89,34 @@ class OpPolicy:
             location = user_location()
             if location is not None:
                 entry.locations[location] = entry.locations.get(location, 0) + 1
+
+
+# What torch can run an aten op with on the host: its CPU kernel or a device-agnostic one.
+_HOST_KEYS = (
+    "CPU",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+)
+# Ops without a CPU kernel that the device handles itself: the host-device transfers, and
+# record_stream (a kernel of the engine's own, a no-op in the Python engine).
+_DEVICE_HANDLED = frozenset(
+    {"aten::_copy_from", "aten::_copy_from_and_resize", "aten::record_stream"}
+)
+
+
+def _has_host_kernel(name: str) -> bool:
+    """Whether the simulated device (which runs every op on the host) can run `name`. Only
+    aten ops are asked; c10d and custom ops have their own kernels."""
+    if not name.startswith("aten::") or name in _DEVICE_HANDLED:
+        return True
+    import torch
+
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    try:
+        return any(has(name, key) for key in _HOST_KEYS)
+    except RuntimeError:  # not an op this torch knows: let the call say so
+        return True
 
 
 def _warn_at(message: str, category: type[Warning], location: str | None) -> None:

@@ -36,6 +36,9 @@ class OpRecord:
     # The user lines that called into those (every user frame but the innermost) -> calls, for
     # the same calls: `verify` confirms a file's module findings through them.
     callers: dict[str, int] = field(default_factory=dict)
+    # False for an op the matrix lets run that torch has no CPU kernel for: the simulated
+    # device cannot run it, and says so instead of running it.
+    runnable: bool = True
 
 
 # Enough to see every line of a training step for the usual ops, without a stack walk per call.

@@ -192,7 +192,7 @@ class _Op:
         # The C++ callable behind `OpOverload.__call__`, without its Python frame.
         self.call = _no_op if name in _NO_OP else func._op
         self.record = record
-        self.refused = record.status == UNSUPPORTED
+        self.refused = record.status == UNSUPPORTED or not record.runnable
         self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
         self.host_results = _HOST_RESULTS.get(name)
         self.out_alias = _written_outputs(func)

@@ -51,7 +51,7 @@ def test_target_select_ignore_and_exclude(tmp_path: Path) -> None:
         'exclude = ["src/tests/*"]\n',
     )
     _, report, _ = _scan(tmp_path / "src")
-    assert report["target"] == "2.14.3.0"  # a unique prefix is enough
+    assert report["target"] == "2.14.3.1"  # a prefix names the newest version it prefixes
     assert {f["code"] for f in report["findings"]} == {"NM101"}
     assert {f["path"] for f in report["findings"]} == {"pkg/train.py"}
     _, report, _ = _scan(tmp_path / "src", "--select", "NM104")

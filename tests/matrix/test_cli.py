@@ -13,8 +13,18 @@ def test_list():
     result = run("list")
     assert result.exit_code == 0, result.stderr
     assert "2.13.3.0" in result.stdout and "2.14.3.0" in result.stdout
+    assert "2.14.3.1 (the default target)" in result.stdout
+    assert "unlisted-op (assumed, unknown)" in " ".join(result.stdout.split())
     data = json.loads(run("list", "--format", "json").stdout)
-    assert [v["torch"] for v in data["versions"]] == ["2.13.0", "2.14.0"]
+    assert [v["torch"] for v in data["versions"]] == ["2.13.0", "2.13.0", "2.14.0", "2.14.0"]
+    assert [v["is_default_target"] for v in data["versions"]] == [False, False, False, True]
+    for v in data["versions"]:
+        assert v["default_confidence"] == "unknown"
+        assert v["evidence"]["release-2.33-pipeline-p2p"] == {
+            "kind": "released",
+            "confidence": "inferred",
+        }
+        assert ("release-2.34-notes" in v["evidence"]) == v["version"].endswith(".1")
 
 
 @pytest.mark.parametrize("name", ["aten::sort", "torch.sort", "Tensor.sort"])
@@ -25,7 +35,7 @@ def test_show_answers_for_both_versions_with_source(name):
     assert "cpu_fallback" in result.stdout
     data = json.loads(run("show", name, "--format", "json").stdout)
     versions = data["versions"]
-    assert [v["version"] for v in versions] == ["2.13.3.0", "2.14.3.0"]
+    assert [v["version"] for v in versions] == ["2.13.3.0", "2.13.3.1", "2.14.3.0", "2.14.3.1"]
     for v in versions:
         assert v["status"] == "cpu_fallback"
         sort = next(op for op in v["ops"] if op["op"] == "aten::sort")
@@ -49,7 +59,7 @@ def test_show_namespaces():
 
 def test_show_one_target():
     data = json.loads(run("show", "aten::sort", "--target", "2.13", "-f", "json").stdout)
-    assert [v["version"] for v in data["versions"]] == ["2.13.3.0"]
+    assert [v["version"] for v in data["versions"]] == ["2.13.3.1"]
 
 
 def test_show_unknown_name_is_a_usage_error():
@@ -82,32 +92,47 @@ def test_show_prints_the_evidence_in_words():
     result = run("show", "c10d::send", "--target", "2.14")
     assert result.exit_code == 0, result.stderr
     out = " ".join(result.stdout.split())
-    assert "c10d::send: native [release-2.33-pipeline-p2p, released]" in out
-    assert "released, the released Neuron 2.33 documentation." in out
+    assert "c10d::send: native [release-2.33-pipeline-p2p, released, confidence inferred]" in out
+    assert "released, the released Neuron documentation" in out and "confidence inferred." in out
     assert "Inferred: no retrieved released text names send/recv." in out
     data = json.loads(run("show", "c10d::send", "-t", "2.14", "-f", "json").stdout)
     evidence = data["versions"][0]["ops"][0]["evidence"]
     assert (evidence["key"], evidence["kind"]) == ("release-2.33-pipeline-p2p", "released")
+    assert evidence["confidence"] == "inferred"
     assert evidence["reference"].startswith("https://awsdocs-neuron")
 
 
 def test_stats_counts_entries_by_status_and_evidence_kind():
     data = json.loads(run("stats", "--format", "json").stdout)
-    assert [v["version"] for v in data["versions"]] == ["2.13.3.0", "2.14.3.0"]
+    assert [v["version"] for v in data["versions"]] == [
+        "2.13.3.0",
+        "2.13.3.1",
+        "2.14.3.0",
+        "2.14.3.1",
+    ]
     for v in data["versions"]:
         assert sum(v["by_status"].values()) == v["entries"] == sum(v["by_kind"].values())
+        by_confidence = v["by_confidence_and_status"]
+        assert sum(sum(row.values()) for row in by_confidence.values()) == v["entries"]
+        newer = v["version"].endswith(".1")
         for kind, row in v["by_kind_and_status"].items():
             assert sum(row.values()) == v["by_kind"][kind]
-        assert (
-            v["by_kind"]["released"]
-            == v["by_source"]["release-2.33-quantized"]["entries"]
-            + v["by_source"]["release-2.33-distributed"]["entries"]
-            + v["by_source"]["release-2.33-pipeline-p2p"]["entries"]
+        assert v["by_kind"]["released"] == v["by_source"]["release-2.33-quantized"]["entries"] + v[
+            "by_source"
+        ]["release-2.33-distributed"]["entries"] + v["by_source"]["release-2.33-pipeline-p2p"][
+            "entries"
+        ] + v["by_source"]["release-2.33-functional-collectives"]["entries"] + (
+            v["by_source"]["release-2.34-fp8-matmul"]["entries"] if newer else 0
+        )
+        # stated in released text: only the functional collectives (and 2.34's FP8 matmul)
+        assert by_confidence["released"]["native"] == (
+            v["by_source"]["release-2.33-functional-collectives"]["entries"] + newer
         )
         assert v["default"] == {
             "status": "cpu_fallback",
-            "source": "generic-cpu-fallback",
-            "kind": "released",
+            "source": "unlisted-op",
+            "kind": "assumed",
+            "confidence": "unknown",
         }
         assert "fft" in v["unknowns"]
     text = run("stats", "--target", "2.14")

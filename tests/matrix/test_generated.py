@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 @pytest.mark.skipif(not torch.__version__.startswith("2.13."), reason="generated with torch 2.13")
 def test_regenerating_gives_the_bundled_files(tmp_path: Path) -> None:
     assert importer.main(["--out", str(tmp_path)]) == 0
-    for version in ("2.13.3.0", "2.14.3.0"):
+    for version in ("2.13.3.0", "2.14.3.0", "2.13.3.1", "2.14.3.1"):
         written = (tmp_path / f"{version}.yaml").read_bytes()
         assert written == (resources.matrix_dir() / f"{version}.yaml").read_bytes(), version
 

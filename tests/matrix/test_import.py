@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -31,10 +32,13 @@ def test_rows_decide_the_ops_they_name_and_the_rest_keeps_the_base(imported):
     base = load_matrix("2.14.3.0")
     assert (imported.version, imported.torch_version) == ("2.15.3.0", "2.15.0")
     assert imported.evidence[KEY].kind == "official-table"
-    # CPU_FALLBACK names the ATen op, with its dtypes
+    # CPU_FALLBACK names the ATen op; with its dtypes, it falls back for those only and runs
+    # natively for the others (the API row keeps the dtypes)
     stable = imported.op_status("aten::sort.stable")
-    assert (stable.status, stable.source) == ("cpu_fallback", KEY)
-    assert "float64, int64" in stable.note
+    assert (stable.status, stable.source) == ("native", KEY)
+    assert "float64, int64 only" in stable.note
+    assert set(imported.dtype_fallbacks("aten::sort.stable")) == {"float64", "int64"}
+    assert imported.dtype_fallbacks("aten::_fft_r2c") == ()
     fft = imported.op_status("aten::_fft_r2c")
     assert (fft.status, fft.source) == ("cpu_fallback", KEY)
     # Y Native: the ops the API map says the API reaches
@@ -180,8 +184,51 @@ def test_a_bad_probe_file_is_one_line(tmp_path, body, problem):
 def test_diff_against_the_imported_file(tmp_path):
     out = tmp_path / "m.yaml"
     assert invoke(["matrix", "import", str(TABLE), "--base", "2.14", "-o", str(out)]).exit_code == 0
-    result = invoke(["matrix", "diff", "2.14.3.0", str(out)])
+    result = invoke(["matrix", "diff", "2.14.3.1", str(out)])
     assert result.exit_code == 0, result.stderr
     text = " ".join(result.stdout.split())
-    assert "matrix diff 2.14.3.0 -> 2.15.3.0" in text
-    assert f"Ops with the same status on other evidence (6): 6 now {KEY}" in text
+    assert "matrix diff 2.14.3.1 -> 2.15.3.0" in text
+    assert f"Ops with the same status on other evidence (5): 5 now {KEY}" in text
+
+
+def _probe(tmp_path, simulated: bool):
+    path = tmp_path / "probe.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "neuron-migrate-matrix-probe",
+                "format_version": 1,
+                "versions": {"torch": "2.13.0", "torch_neuronx": "2.14.3.1"},
+                "simulated": simulated,
+                "registered": {"source": "dispatcher", "ops": ["aten::mse_loss"]},
+                "fallback_ops": [],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_probe_of_the_simulated_device_confirms_nothing(tmp_path):
+    # The simulated device runs the matrix it is given: its probe tests the path, not
+    # TorchNeuron, and the torch it ran on is the host's, not the pair's.
+    _version, text = import_file(_probe(tmp_path, simulated=True), base=BASE)
+    out = tmp_path / "m.yaml"
+    out.write_text(text, encoding="utf-8")
+    m = load_matrix(path=out)
+    verdict = m.op_status("aten::mse_loss")
+    assert verdict.status == "native"
+    assert (m.evidence_kind(verdict.source), m.confidence(verdict.source)) == (
+        "device-probe",
+        "unknown",
+    )
+    assert m.torch_version == "2.14.0"
+
+
+def test_a_probe_of_a_device_confirms(tmp_path):
+    _version, text = import_file(_probe(tmp_path, simulated=False), base=BASE)
+    out = tmp_path / "m.yaml"
+    out.write_text(text, encoding="utf-8")
+    m = load_matrix(path=out)
+    assert m.confidence(m.op_status("aten::mse_loss").source) == "confirmed"
+    assert m.torch_version == "2.13.0"  # what the device's probe recorded

@@ -13,11 +13,19 @@ from neuron_migrate.matrix import (
 
 
 def test_bundled_versions_sorted():
-    assert available_versions() == ["2.13.3.0", "2.14.3.0"]
-    assert newest_version() == "2.14.3.0"
+    assert available_versions() == ["2.13.3.0", "2.13.3.1", "2.14.3.0", "2.14.3.1"]
+    assert newest_version() == "2.14.3.1"
 
 
-@pytest.mark.parametrize(("version", "torch"), [("2.13.3.0", "2.13.0"), ("2.14.3.0", "2.14.0")])
+@pytest.mark.parametrize(
+    ("version", "torch"),
+    [
+        ("2.13.3.0", "2.13.0"),
+        ("2.14.3.0", "2.14.0"),
+        ("2.13.3.1", "2.13.0"),
+        ("2.14.3.1", "2.14.0"),
+    ],
+)
 def test_bundled_matrix_loads(version, torch):
     m = load_matrix(version)
     assert isinstance(m, Matrix)
@@ -32,17 +40,21 @@ def test_bundled_matrix_loads(version, torch):
 
 
 def test_default_is_newest_and_cached():
-    assert load_matrix() is load_matrix("2.14.3.0")
+    assert load_matrix() is load_matrix("2.14.3.1")
 
 
-def test_prefix_resolves():
-    assert resolve_version("2.13") == "2.13.3.0"
+def test_prefix_resolves_to_the_newest_it_names():
+    assert resolve_version("2.13") == "2.13.3.1"
+    assert resolve_version("2.14.3") == "2.14.3.1"
+    assert resolve_version("2.14.3.0") == "2.14.3.0"
 
 
 def test_unknown_version_names_the_available_ones():
     with pytest.raises(UnknownTargetError) as err:
         load_matrix("9.9")
-    assert str(err.value) == "unknown --target 9.9: available 2.13.3.0, 2.14.3.0"
+    assert str(err.value) == (
+        "unknown --target 9.9: available 2.13.3.0, 2.13.3.1, 2.14.3.0, 2.14.3.1"
+    )
 
 
 def test_matrix_pickles():
@@ -60,6 +72,6 @@ def test_load_from_path(write_matrix, valid_doc):
 def test_load_named_takes_a_version_or_a_matrix_file(write_matrix, valid_doc):
     from neuron_migrate.matrix.loader import load_named
 
-    assert load_named("2.14").version == "2.14.3.0"
+    assert load_named("2.14").version == "2.14.3.1"
     path = write_matrix(valid_doc)
     assert load_named(str(path)).version == "9.1.0.0"

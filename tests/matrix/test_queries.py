@@ -95,28 +95,37 @@ def test_bundled_answers(version):
 # --- released evidence wins where it speaks ---------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0", "2.13.3.1", "2.14.3.1"])
 def test_released_facts_decide_where_they_speak(version):
     b = load_matrix(version)
 
     def kind(op):
-        return b.evidence_kind(b.op_status(op).source)
+        verdict = b.op_status(op)
+        return b.evidence_kind(verdict.source), b.confidence(verdict.source)
 
-    # collectives that DDP, FSDP2, DTensor call, and pipelining's point-to-point
+    # collectives that DDP, FSDP2, DTensor call, and pipelining's point-to-point: released
+    # APIs, but which c10d ops they need is inferred from a trace
     for op in ("c10d::allreduce_", "c10d::_allgather_base_", "c10d::_reduce_scatter_base_"):
-        assert (b.op_status(op).status, kind(op)) == ("native", "released")
+        assert (b.op_status(op).status, kind(op)) == ("native", ("released", "inferred"))
     for op in ("c10d::send", "c10d::recv_"):
         verdict = b.op_status(op)
-        assert (verdict.status, kind(op)) == ("native", "released")
+        assert (verdict.status, kind(op)) == ("native", ("released", "inferred"))
         assert "Inferred" in b.evidence[verdict.source].note
+    # the functional collectives are named by the release
+    assert kind("_c10d_functional::all_reduce") == ("released", "released")
     assert b.op_status("c10d::recv_any_source_").status == "unsupported"
-    # quantized operator variants are N; dense ops that also take quantized tensors are not
+    # quantized operator variants are N; which ops count as such is inferred
     for op in ("aten::quantize_per_tensor", "aten::dequantize.self", "aten::q_scale"):
-        assert (b.op_status(op).status, kind(op)) == ("unsupported", "released")
+        assert (b.op_status(op).status, kind(op)) == ("unsupported", ("released", "inferred"))
     assert b.op_status("aten::eq.Tensor").status == "native"
     assert b.op_status("aten::fake_quantize_per_tensor_affine").source != "release-2.33-quantized"
-    # the eager fallback rule is released; the default rests on it
-    assert b.evidence_kind(b.default.source) == "released"
+    # the eager fallback rule is released, but that an op no source names falls back is an
+    # assumption: the default says so
+    assert (b.evidence_kind(b.default.source), b.confidence(b.default.source)) == (
+        "assumed",
+        "unknown",
+    )
+    assert b.evidence_kind("generic-cpu-fallback") == "released"
     assert b.evidence_kind(b.compile.source) == "released"
 
 
@@ -137,7 +146,7 @@ def test_vmap_takes_the_func_rule(version):
     assert b.namespace_status("torch.vmap").namespace == "torch.func"
 
 
-@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0"])
+@pytest.mark.parametrize("version", ["2.13.3.0", "2.14.3.0", "2.13.3.1", "2.14.3.1"])
 def test_every_evidence_key_has_a_kind(version):
     b = load_matrix(version)
     assert {e.kind for e in b.evidence.values()} <= {
@@ -145,6 +154,7 @@ def test_every_evidence_key_has_a_kind(version):
         "dev-snapshot",
         "torch-inference",
         "unverified",
+        "assumed",
     }
     assert "unclassified" not in {b.evidence_kind(e.source) for e in b.ops.values()}
     assert b.unknowns and all(u.note for u in b.unknowns)

@@ -8,7 +8,7 @@ from neuron_migrate.project_files.scan import scan_project_file
 from neuron_migrate.ruleset import load_ruleset
 from neuron_migrate.scan.findings import Finding
 
-TARGET = Target("2.14.3.0", "2.14.0")
+TARGET = Target("2.14.3.1", "2.14.0")  # the newest: the default target
 FILE_NAMES = {
     "shell": "run.sh",
     "makefile": "Makefile",

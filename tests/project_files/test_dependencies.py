@@ -25,7 +25,7 @@ def test_requirements_with_options_markers_hashes_and_urls() -> None:
         ("NM811", 8, 0, 16),
     ]
     assert "==2.9.0.2.15.32035" in found[0].message
-    assert "torch-neuronx==2.14.3.0.* with torch==2.14.0" in found[0].message
+    assert "torch-neuronx==2.14.* with torch==2.14.0" in found[0].message
 
 
 def test_the_pin_fix_keeps_markers_comments_and_hash_checked_lines() -> None:
@@ -75,7 +75,7 @@ def test_pyproject_findings() -> None:
 def test_pyproject_survives_apply_byte_for_byte_outside_the_edited_values() -> None:
     new = rewritten(PYPROJECT, "pyproject", unsafe=True)
     expected = (
-        PYPROJECT.replace("'torch-neuronx == 2.9.0.2.15.32035'", "'torch-neuronx ==2.14.3.0.*'")
+        PYPROJECT.replace("'torch-neuronx == 2.9.0.2.15.32035'", "'torch-neuronx ==2.14.*'")
         .replace('"torch>=2.1,<2.10 ;', '"torch==2.14.0 ;')
         .replace(
             "requires-python = '>=3.9'",
@@ -85,8 +85,8 @@ def test_pyproject_survives_apply_byte_for_byte_outside_the_edited_values() -> N
         .replace(
             'xla = ["torch-xla==2.9.0", ]',
             "# TODO(neuron-migrate NM810): an XLA-era package: remove it once no code imports it"
-            " (the native device needs only torch-neuronx and its torch); TorchNeuron 2.14.3.0"
-            " needs torch-neuronx==2.14.3.0.* with torch==2.14.0 on Python 3.12-3.14\n"
+            " (the native device needs only torch-neuronx and its torch); TorchNeuron 2.14.3.1"
+            " needs torch-neuronx==2.14.* with torch==2.14.0 on Python 3.12-3.14\n"
             'xla = ["torch-xla==2.9.0", ]',
         )
     )

@@ -104,7 +104,7 @@ def test_dotenv_findings_and_rewrite() -> None:
     assert found == [
         ("NM701", 2, 7, "xla"),
         ("NM702", 3, 0, "xla"),
-        ("NM710", 4, 0, "xla"),
+        ("NM710", 4, 0, "advice"),
         ("NM711", 6, 0, "advice"),
     ]
     assert rewritten(DOTENV, "dotenv") == DOTENV_AFTER

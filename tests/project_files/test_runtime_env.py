@@ -33,7 +33,7 @@ def test_a_runtime_variable_is_reported_as_advice_and_kept(
         (f"xla-env-var:{variable}", "advice", line, col)
     ]
     message = found[0].message
-    assert "released TorchNeuron docs do not name" in message
+    assert "the Neuron Runtime environment-variable reference lists the supported ones" in message
     assert "one torchrun process per logical NeuronCore" in message
     assert rewritten(text, kind) == text
 

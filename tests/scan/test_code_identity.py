@@ -53,10 +53,10 @@ def test_scan_and_rewrite_caches_are_keyed_by_it(monkeypatch: pytest.MonkeyPatch
     try:
         scan_after, rewrite_after = _digests()
     finally:
-        scan_data.config_digest.cache_clear()  # no digest of the stand-in outlives the test
+        scan_data._digest.cache_clear()  # no digest of the stand-in outlives the test
     assert scan_after != scan_before and rewrite_after != rewrite_before
 
 
 def _digests() -> tuple[str, str]:
-    scan_data.config_digest.cache_clear()
+    scan_data._digest.cache_clear()
     return scan_data.config_digest("2.14.3.0"), settings_digest(unsafe=False)

@@ -11,10 +11,14 @@ from neuron_migrate.scan.gate import FAIL_ON, parse_fail_on
 from tests.scan.cli_helpers import run_cli
 
 XLA_ONLY = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+# torch.sort's fallback is inferred (its generic kernel calls aten::sort.stable); linalg.inv's
+# is the dev snapshot's explicit registration: only the second is stated by a source.
 FALLBACK = "import torch\nv, i = torch.sort(torch.ones(3, device='neuron'))\n"
+STATED_FALLBACK = "import torch\nv = torch.linalg.inv(torch.ones(3, 3, device='neuron'))\n"
 FLOAT64 = "import torch\nx = torch.ones(3, dtype=torch.float64)\n"
 UNSUPPORTED = "import torch\nn = torch.distributions.Normal(0.0, 1.0)\n"
-# Max pooling falls back to the CPU; an LSTM calls, on the device, a fused cell with no CPU kernel.
+# Max pooling is assumed to fall back (no source names aten::max_pool2d_with_indices); an LSTM
+# calls, on the device, a fused cell with no CPU kernel.
 POOLING = (
     "import torch\nimport torch.nn.functional as F\n"
     "y = F.max_pool2d(torch.ones(1, 1, 4, 4, device='neuron'), 2)\n"
@@ -29,13 +33,17 @@ RECURRENT = "import torch.nn as nn\nlstm = nn.LSTM(4, 8)\n"
         (XLA_ONLY, "xla", 1),
         (XLA_ONLY, "any", 1),
         (FALLBACK, "unsupported", 0),
-        (FALLBACK, "fallback", 1),
+        (FALLBACK, "fallback", 0),
+        (FALLBACK, "fallback,strict", 1),
+        (STATED_FALLBACK, "fallback", 1),
         (FLOAT64, "fallback", 0),
         (FLOAT64, "float64", 1),
         (UNSUPPORTED, "unsupported", 1),
         (UNSUPPORTED, "none", 0),
         (POOLING, "unsupported", 0),
-        (POOLING, "fallback", 1),
+        (POOLING, "fallback", 0),
+        (POOLING, "fallback,strict", 1),
+        (POOLING, "any", 1),
         (RECURRENT, "unsupported", 1),
     ],
 )

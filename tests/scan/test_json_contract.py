@@ -25,6 +25,7 @@ FINDING_KEYS = {
     "fixable",
     "confidence",
     "cell",
+    "evidence_confidence",
     "baseline",
     "gate",
 }
@@ -59,7 +60,7 @@ def test_top_level_and_finding_fields(tmp_path: Path) -> None:
     report = _scan_json(tmp_path)
     assert set(report) == TOP_KEYS
     assert set(report["summary"]) == SUMMARY_KEYS
-    assert report["schema_version"] == "1.1"
+    assert report["schema_version"] == "1.2"
     for finding in report["findings"]:
         assert set(finding) >= FINDING_KEYS
         assert finding["path"] == "pkg/train.py"  # relative to the scanned root
@@ -71,6 +72,7 @@ def test_top_level_and_finding_fields(tmp_path: Path) -> None:
     } <= apis
     sort = next(f for f in report["findings"] if f["api"] == "torch.sort")
     assert sort["status"] == "cpu_fallback" and "aten::sort" in sort["aten"]
+    assert sort["evidence_confidence"] == "inferred"
 
 
 def test_stdout_is_only_the_report(tmp_path: Path) -> None:

@@ -261,3 +261,27 @@ def test_a_line_that_called_into_other_code_confirms_only_the_objects_it_names(
     assert items[("train.py", "torch.optim.Adam")].verdict == "not_exercised"
     criterion = items[("train.py", "torch.nn.MSELoss")]
     assert criterion.verdict == "confirmed" and "train.py:9" in criterion.reason
+
+
+def test_every_format_says_agreement_is_consistency_not_truth(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from neuron_migrate.report.verify_report import (
+        render_verify_json,
+        render_verify_markdown,
+        render_verify_terminal,
+    )
+
+    (tmp_path / "m.py").write_text(SOURCE)
+    scan = api.scan(tmp_path, jobs=1, use_cache=False, fail_on=("none",))
+    report = reconcile(scan, _trace([_op("aten::sort", "cpu_fallback", 4)]), cwd=tmp_path)
+    measures = json.loads(render_verify_json(report))["measures"]
+    assert "consistency, not truth" in measures and "matrix probe" in measures
+    assert "matrix import" in measures and "--matrix" in measures
+    assert measures in " ".join(render_verify_markdown(report).split())
+    out = io.StringIO()
+    render_verify_terminal(report, Console(file=out, width=200), show_native=False)
+    assert "consistency, not truth" in out.getvalue()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
@@ -17,6 +18,9 @@ from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
 from neuron_migrate.scan.analyzer.sites import Site
 from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
+
+if TYPE_CHECKING:
+    from neuron_migrate.matrix.model import ApiEntry, Matrix
 
 _XLA_ROOTS = ("torch_xla", "torch_neuronx", "neuronx_distributed")
 _XLA_CATEGORIES = ("torch_xla", "xla_idiom", "ambiguous")
@@ -121,6 +125,7 @@ class _Classifier:
         replacement: str | None = None,
         fixable: bool = False,
         confidence: str = "high",
+        evidence: str = "",
     ) -> None:
         normalised = self._normalised(site.line)
         key = (rule.code, api, normalised)
@@ -144,6 +149,7 @@ class _Classifier:
                 replacement=replacement,
                 fixable=fixable,
                 confidence=confidence,  # type: ignore[arg-type]
+                evidence_confidence=evidence,
                 snippet=snippet,
                 fingerprint=self.fingerprints.of(rule.code, api, normalised, occurrence),
             )
@@ -170,7 +176,7 @@ class _Classifier:
             site,
             rule,
             category=category,
-            status="xla",
+            status="advice" if rule.advises else "xla",
             api=api,
             message=rule.summary
             if blocker is None
@@ -272,6 +278,12 @@ class _Classifier:
         ctx = self.ctx
         if qualname.startswith("functorch"):
             qualname = "torch.func" + qualname[len("functorch") :]
+        advice = ctx.rules.for_reference(qualname)
+        if advice is not None and advice.keeps:  # advice about a torch API itself (FSDP1)
+            self.add(
+                site, advice, category="api", status="advice", api=qualname, message=advice.summary
+            )
+            return
         namespace = ctx.matrix.namespace_status(qualname)
         if namespace is not None:
             partial = namespace.namespace == "torch.fft"
@@ -282,10 +294,14 @@ class _Classifier:
                 status=namespace.status,
                 api=qualname,
                 message=f"{qualname}: {namespace.status} on torch-neuronx {ctx.matrix.version}"
-                f"{' (' + namespace.note + ')' if namespace.note else ''} [{namespace.source}]",
+                f"{' (' + namespace.note + ')' if namespace.note else ''}"
+                f"{_sure(ctx.matrix, [namespace.source])}",
+                evidence=ctx.matrix.surest([namespace.source]),
             )
             return
         row = ctx.matrix.api_status(qualname)
+        if self.add_table_row(site, qualname, row):
+            return
         if row is not None and row.status == "unsupported":
             # An N row of an imported official table: the API is refused whatever ops it reaches.
             self.add(
@@ -295,7 +311,9 @@ class _Classifier:
                 status="unsupported",
                 api=qualname,
                 message=f"{qualname}: N (not supported) in the official table of torch-neuronx "
-                f"{ctx.matrix.version}{' (' + row.note + ')' if row.note else ''} [{row.source}]",
+                f"{ctx.matrix.version}{' (' + row.note + ')' if row.note else ''}"
+                f"{_sure(ctx.matrix, [row.source])}",
+                evidence=ctx.matrix.surest([row.source]),
             )
             return
         if qualname in _FLOAT64_NAMES:
@@ -312,8 +330,9 @@ class _Classifier:
                     category="memory_format",
                     status=rule.status,
                     api=qualname,
-                    message=f"{rule.message} [{rule.source}]",
+                    message=f"{rule.message}{_sure(ctx.matrix, [rule.source])}",
                     replacement="torch.contiguous_format",
+                    evidence=ctx.matrix.surest([rule.source]),
                 )
             return
         if qualname == "torch.compile" and site.kind == "call":
@@ -341,14 +360,38 @@ class _Classifier:
         if name in _FLOAT64_METHODS:
             self.add_float64(site, f"Tensor.{name}", confidence="low")
             return
+        if self.add_table_row(site, f"Tensor.{name}", self.ctx.matrix.api_status(f"Tensor.{name}")):
+            return
         aten = self.ctx.api_map.aten_for_tensor_method(name)
         if aten is not None:
             patterns = self.ctx.api_map.patterns_for(f"Tensor.{name}")
             choice = choose(patterns, site.args, site.kwargs, method=True)
             self.add_op(site, f"Tensor.{name}", aten, "low", choice)
 
+    def add_table_row(self, site: Site, api: str, row: ApiEntry | None) -> bool:
+        """A Y row of an imported official table: the table's word on this API wins over the
+        statuses of the ops the API map says it reaches (and over its namespace's rule). Its
+        finding is native, its evidence the table's. False when there is no such row."""
+        if row is None or row.status != "native":
+            return False
+        matrix = self.ctx.matrix
+        kind = f" ({row.kind.replace('_', ' ')})" if row.kind else ""
+        self.add(
+            site,
+            self.ctx.rules.for_analyzer("op-native"),
+            category="op",
+            status="native",
+            api=api,
+            message=f"{api}: Y{kind} in the official table of torch-neuronx {matrix.version}"
+            f"{_sure(matrix, [row.source])}",
+            aten=tuple(self.ctx.api_map.aten_for(api) or ()),
+            evidence=matrix.surest([row.source]),
+        )
+        return True
+
     def add_float64(self, site: Site, api: str, confidence: str = "high") -> None:
-        rule = self.ctx.matrix.dtype_rule("float64")
+        matrix = self.ctx.matrix
+        rule = matrix.dtype_rule("float64")
         runs_as = rule.runs_as if rule else "float32"
         source = rule.source if rule else "unknown"
         self.add(
@@ -357,9 +400,11 @@ class _Classifier:
             category="dtype",
             status="float64",
             api=api,
-            message=f"float64 runs as {runs_as} on the device: precision is lost [{source}]",
+            message=f"float64 runs as {runs_as} on the device: precision is lost"
+            f"{_sure(matrix, [source])}",
             replacement="torch.float32 (or keep the float64 math on CPU)",
             confidence=confidence,
+            evidence=matrix.surest([source]),
         )
 
     def add_op(
@@ -407,10 +452,11 @@ class _Classifier:
             category="op",
             status=status,
             api=api,
-            message=f"{api}: {detail} on torch-neuronx {matrix.version} [{', '.join(sources)}]"
+            message=f"{api}: {detail} on torch-neuronx {matrix.version}{_sure(matrix, sources)}"
             + patterns,
             aten=aten,
             confidence=confidence,
+            evidence=matrix.surest(sources),
         )
 
     def add_in_graph(self, site: Site, api: str, aten: tuple[str, ...], status: str) -> None:
@@ -422,7 +468,10 @@ class _Classifier:
         matrix = self.ctx.matrix
         rules = matrix.compile
         refused = status in rules.graph_refuses
-        named = sorted({op for op in aten if matrix.op_status(op).status == status})
+        verdicts = [v for v in map(matrix.op_status, aten) if v.status == status]
+        named = sorted({v.op for v in verdicts})
+        # Both must hold: the op has that eager status, and such ops fail (or join) a graph.
+        sure = _weakest(matrix, [rules.source, *(v.source for v in verdicts)])
         offenders, verb = ", ".join(named), "are" if len(named) > 1 else "is"
         at = site.compiled_at or f"line {site.compiled}"
         where = f"{api}: in code compiled by torch.compile at {at}: "
@@ -443,9 +492,11 @@ class _Classifier:
             category="compile" if refused else "op",
             status="unsupported" if refused else "native",
             api=api,
-            message=f"{where}{offenders} ({status} in eager mode) {outcome} [{rules.source}]",
+            message=f"{where}{offenders} ({status} in eager mode) {outcome}, confidence {sure} "
+            f"[{rules.source}]",
             aten=aten,
             confidence="high" if refused and site.placement == "device" else "low",
+            evidence=sure,
         )
 
     def add_compiled_step(self, site: Site, api: str) -> None:
@@ -473,9 +524,10 @@ class _Classifier:
                 category="compile",
                 status="unsupported",
                 api="torch.compile",
-                message="torch.compile(dynamic=True) is rejected by the neuron backend "
-                f"[{compile_rules.source}]",
+                message="torch.compile(dynamic=True) is rejected by the neuron backend"
+                f"{_sure(self.ctx.matrix, [compile_rules.source])}",
                 replacement="dynamic=False",
+                evidence=self.ctx.matrix.surest([compile_rules.source]),
             )
         elif dynamic != "False" and compile_rules.requires_dynamic_false:
             # Released 2.33 compiles with `dynamic` unset (each new shape recompiles); only a
@@ -520,3 +572,16 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
     classifier.settle_side_effect_imports()
     classifier.settle_guarded_imports(source)
     return classifier.out
+
+
+def _sure(matrix: Matrix, sources: list[str]) -> str:
+    """A verdict's message tail: how sure the matrix is, then the evidence keys it rests on."""
+    return f", confidence {matrix.surest(sources)} [{', '.join(sources)}]"
+
+
+def _weakest(matrix: Matrix, sources: list[str]) -> str:
+    """The least sure confidence among `sources`: what a verdict needing all of them has."""
+    from neuron_migrate.matrix.model import CONFIDENCES
+
+    order = list(CONFIDENCES)
+    return max((matrix.confidence(s) for s in sources), key=order.index, default="unknown")
