@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -50,13 +49,19 @@ def test_each_bad_file_is_reported_and_the_rest_scanned(bad_tree: Path) -> None:
     assert {f.path for f in report.findings} == {"good.py", "sub/also_good.py"}
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_permission_denied_is_reported(tmp_path: Path) -> None:
-    secret = tmp_path / "secret.py"
-    secret.write_text(GOOD)
-    secret.chmod(0)
-    report = api.scan(tmp_path, jobs=1, use_cache=False)
-    assert [e.kind for e in report.errors] == ["unreadable"]
+def test_permission_denied_is_reported() -> None:
+    """Run as an unprivileged user: root reads files whatever their mode."""
+    from tests.unprivileged import neuron_migrate, shared_folder
+
+    with shared_folder() as folder:
+        tree = folder / "tree"
+        tree.mkdir(mode=0o755)
+        secret = tree / "secret.py"
+        secret.write_text(GOOD)
+        secret.chmod(0)
+        done = neuron_migrate("scan", "-f", "json", "--no-cache", str(tree), cwd=folder)
+        errors = json.loads(done.stdout)["errors"]
+        assert [(e["path"], e["kind"]) for e in errors] == [("secret.py", "unreadable")]
 
 
 def test_cli_json_on_bad_tree_has_no_traceback(bad_tree: Path) -> None:
