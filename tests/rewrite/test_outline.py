@@ -55,6 +55,9 @@ LAYOUTS = {
     "    # before elif\n    elif flag == 2:\n        xm.mark_step()\n    else:\n"
     "        # in else\n        d = xm.xla_device()\n    if xm.is_master_ordinal():\n"
     "        print('master')\n    else:\n        pass\n",
+    "a try left with nothing to do on either side": HEADER
+    + "\n\ndef f(a):\n    try:\n        xm.mark_step()\n    except ImportError:\n"
+    "        pass\n",
     "guarded import": "import torch\ntry:\n    import torch_xla.core.xla_model as xm\n"
     "except ImportError:  # no XLA\n    xm = None\n\n\ndef f():\n    return xm.xla_device()\n",
     "loops with else": HEADER + "\n\ndef f(n):\n    for i in range(n):\n        xm.mark_step()\n"

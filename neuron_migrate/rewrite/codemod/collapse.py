@@ -188,13 +188,14 @@ VERSION_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeErro
 
 def _code(statements: Sequence[cst.BaseStatement]) -> str | None:
     """What `statements` do, comments, layout and their torch_xla imports aside (the import
-    pass settles those as any others); None when it cannot be read."""
+    pass settles those as any others); None when they do nothing or cannot be read."""
     kept = [s for s in statements if not isinstance(s, DeletedStatement)]
     try:
         tree = ast.parse(cst.Module(body=kept).code)  # type: ignore[arg-type]
     except SyntaxError:
         return None
-    tree.body = [s for s in tree.body if not is_torch_xla_import(s)]
+    # a side left with nothing to do (`pass`, a deleted step) decides nothing either way
+    tree.body = [s for s in tree.body if not is_torch_xla_import(s) and not isinstance(s, ast.Pass)]
     # unparsed, not dumped: `ast.dump` leaves a cycle of closures per call
     return ast.unparse(tree) if tree.body else None
 
