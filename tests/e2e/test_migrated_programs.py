@@ -167,12 +167,31 @@ def _check(done, reference, processes: int) -> None:
         assert value == pytest.approx(expected, rel=LOSS_RTOL, abs=LOSS_ATOL), (step, said)
 
 
+@pytest.fixture(scope="module")
+def migrated(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[Program, Path], tuple[Path, dict]]:
+    """A program migrated once for the module, copied into a test's folder: the rewrite does
+    not depend on how many processes the test runs it with (one rewrite a program, not two)."""
+    done: dict[str, tuple[Path, dict]] = {}
+
+    def copy(program: Program, into: Path) -> tuple[Path, dict]:
+        if program.name not in done:
+            done[program.name] = _migrate(tmp_path_factory.mktemp("migrated"), program)
+        pristine, summary = done[program.name]
+        tree = into / program.name
+        shutil.copytree(pristine, tree)
+        return tree, summary
+
+    return copy
+
+
 @pytest.mark.parametrize("processes", [1, 2])
 @pytest.mark.parametrize("program", PROGRAMS_UNDER_TEST, ids=lambda p: p.name)
 def test_migrated_program_runs_like_the_original(
-    tmp_path: Path, program: Program, processes: int
+    tmp_path: Path, program: Program, processes: int, migrated
 ) -> None:
-    tree, summary = _migrate(tmp_path, program)
+    tree, summary = migrated(program, tmp_path)
     if program.complete:
         assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
         assert "TODO(neuron-migrate" not in (tree / "train.py").read_text()
@@ -180,27 +199,32 @@ def test_migrated_program_runs_like_the_original(
     _check(done, _reference_run(program, processes), processes)
 
 
-def test_a_rerun_over_the_migrated_suite_counts_what_the_first_left(tmp_path: Path) -> None:
+_REWRITE = [sys.executable, "-m", "neuron_migrate", "rewrite", "--format", "json", "."]
+
+
+@pytest.fixture(scope="module")
+def suite_applied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The whole suite rewritten once with --apply, and that run's summary."""
+    tree = tmp_path_factory.mktemp("suite") / "e2e"
+    shutil.copytree(PROGRAMS, tree)
+    done = _run([*_REWRITE, "--apply"], tree, _clean_env())
+    return tree, json.loads(done.stdout)["summary"]
+
+
+def test_a_rerun_over_the_migrated_suite_counts_what_the_first_left(
+    suite_applied: tuple[Path, dict],
+) -> None:
     """A second rewrite changes nothing and counts, as already marked, every site the first
     left for a person (xmp_spawn_port's Slurm MASTER_ADDR, NM411, whose spawn is gone)."""
-    tree = tmp_path / "e2e"
-    shutil.copytree(PROGRAMS, tree)
-    argv = [sys.executable, "-m", "neuron_migrate", "rewrite", "--format", "json", "."]
-    first = json.loads(_run([*argv, "--apply"], tree, _clean_env()).stdout)["summary"]
-    again = json.loads(_run(argv, tree, _clean_env()).stdout)["summary"]
+    tree, first = suite_applied
+    again = json.loads(_run(_REWRITE, tree, _clean_env()).stdout)["summary"]
     assert first["left_for_person"] > 0, first
     assert again["files_changed"] == 0, again
     assert again["left_for_person"] == again["already_marked"] == first["left_for_person"]
 
 
-def test_suite_conversion_is_at_least_95_percent(tmp_path: Path) -> None:
-    """Uses rewritten / (rewritten + left for a person) over the whole suite."""
-    tree = tmp_path / "e2e"
-    shutil.copytree(PROGRAMS, tree)
-    done = _run(
-        [sys.executable, "-m", "neuron_migrate", "rewrite", "--format", "json", "."],
-        tree,
-        _clean_env(),
-    )
-    summary = json.loads(done.stdout)["summary"]
+def test_suite_conversion_is_at_least_95_percent(suite_applied: tuple[Path, dict]) -> None:
+    """Uses rewritten / (rewritten + left for a person) over the whole suite (the first
+    rewrite's summary: `--apply` counts what a diff would)."""
+    _tree, summary = suite_applied
     assert summary["conversion_percent"] >= 95.0, summary["rules"]
