@@ -69,6 +69,7 @@ PROGRAMS_UNDER_TEST = [
     Program("notebook_launcher", "spawn"),
     Program("legacy_trace", "torchrun", complete=True),
     Program("eval_collective", "torchrun", complete=True),
+    Program("nested_guards", "torchrun", complete=True),
 ]
 
 
