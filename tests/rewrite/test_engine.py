@@ -30,6 +30,62 @@ def test_output_that_does_not_parse_is_refused(monkeypatch):
         rewrite_source("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n")
 
 
+FORCED = (
+    "import torch_xla.core.xla_model as xm\n\n\n"
+    "def train(steps):\n"
+    "    device = xm.xla_device()\n"
+    "    for step in range(steps):\n"
+    "        xm.mark_step()\n"
+    "        xm.master_print(f'step {step}')\n"
+    "    return device\n"
+)
+
+
+def _force_a_broken_print(monkeypatch):
+    """master_print's transform, made to write a keyword where a statement goes."""
+    monkeypatch.setitem(
+        targets.STATEMENT, "master-print", lambda target: [cst.Expr(cst.Name("def"))]
+    )
+
+
+def test_a_refused_output_names_the_site_whose_rewrite_broke_it(monkeypatch):
+    _force_a_broken_print(monkeypatch)
+    with pytest.raises(RewriteFailed) as failed:
+        rewrite_source(FORCED)
+    assert "line 8: NM209 torch_xla.core.xla_model.master_print" in str(failed.value)
+    assert "line 7" not in str(failed.value).partition("made by")[2]  # mark_step is fine
+
+
+def test_a_forced_broken_transform_writes_nothing_and_exits_2(tmp_path, monkeypatch):
+    from tests.cli import invoke
+
+    _force_a_broken_print(monkeypatch)
+    path = tmp_path / "train.py"
+    path.write_text(FORCED)
+    done = invoke(["rewrite", "--apply", "--no-cache", "--jobs", "1", str(tmp_path)])
+    assert done.exit_code == 2
+    assert path.read_text() == FORCED
+    assert "train.py" in done.stderr and "line 8: NM209" in done.stderr
+
+
+def test_every_line_of_the_output_is_parsed_an_unchanged_statement_s_too(monkeypatch):
+    """A statement without a site is printed as its source; moved to another indentation
+    (an availability guard's branch lifted, here without its re-indentation) its lines
+    after the first would not follow. The whole output is parsed, so that is refused too."""
+    from neuron_migrate.rewrite.codemod import guards
+
+    monkeypatch.setattr(guards, "_lifted", lambda stmt: [stmt])
+    source = (
+        "try:\n    import torch_xla.core.xla_model as xm\n    HAS_XLA = True\n"
+        "except ImportError:\n    HAS_XLA = False\n\n\n"
+        "def step(args):\n    if HAS_XLA:\n        xm.mark_step()\n"
+        "        if args.log:\n            print('logged')\n        print('done')\n"
+    )
+    with pytest.raises(RewriteFailed) as failed:
+        rewrite_source(source)
+    assert "line 10: NM104" in str(failed.value)
+
+
 def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):
     path = tmp_path / "a.py"
     path.write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")

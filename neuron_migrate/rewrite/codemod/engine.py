@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
@@ -17,14 +18,14 @@ from neuron_migrate.rewrite.codemod.left_markers import left_markers
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.rewrite.codemod.sites_index import SiteIndex, Suppressed
+from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.analyzer.availability import availability_flags, availability_predicates
 from neuron_migrate.scan.analyzer.meanings import settle_meanings
-from neuron_migrate.scan.analyzer.sites import find_sites
+from neuron_migrate.scan.analyzer.sites import Site, find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
 
@@ -59,13 +60,87 @@ def rewrite_source(
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
     when the output would not parse; never returns broken code. `target`: the matrix version
     whose unsupported ops get markers (default: the newest). `line`: migrate only the sites on
-    that line, with the imports and helpers they need (an editor's quick fix)."""
+    that line, with the imports and helpers they need (an editor's quick fix).
+
+    Every output is parsed whole before it is returned. When it does not parse (a bug of a
+    transform), the sites whose rewrite broke it are found by rewriting again with some sites
+    left as they were, and RewriteFailed names them."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
     sites = settle_meanings(find_sites(source, tree), ruleset)
     if line is not None:
         sites = [site for site in sites if site.kind == "import" or site.line == line]
+    try:
+        return _rewrite(source, tree, sites, ruleset, unsafe, target, ())
+    except RewriteFailed as failed:
+        raise _named(failed, source, tree, sites, ruleset, unsafe, target) from failed
+
+
+def _check_parses(new: str) -> None:
+    try:
+        ast.parse(new)
+    except SyntaxError as exc:
+        reason = " ".join(f"{exc.msg} (line {exc.lineno} of the output)".split())
+        raise RewriteFailed(f"rewritten code does not parse: {reason}") from exc
+
+
+def _named(
+    failed: RewriteFailed,
+    source: str,
+    tree: ast.Module,
+    sites: list[Site],
+    ruleset: RuleSet,
+    unsafe: bool,
+    target: str | None,
+) -> RewriteFailed:
+    """`failed`, naming the sites whose rewrite made the output that does not parse: those
+    that, left as they were (with their rule's marker), give an output that parses. Found by
+    bisection over the sites in source order (one rewrite per step); `failed` as it was when
+    leaving every site alone does not help (the failure is not one site's)."""
+
+    def parses(left: Sequence[RuledSite]) -> bool:
+        try:
+            _rewrite(source, tree, sites, ruleset, unsafe, target, left)
+        except RewriteFailed:
+            return False
+        return True
+
+    candidates = SiteIndex(sites, ruleset, Suppressed.of(source)).ruled()
+    if not parses(candidates):
+        return failed
+    culprits: list[RuledSite] = []
+    while not parses(culprits):
+        # the shortest prefix of the candidates that, left alone, makes the output parse:
+        # its last site is one of those that broke it
+        low, high = 0, len(candidates)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if parses([*culprits, *candidates[:middle]]):
+                high = middle
+            else:
+                low = middle
+        culprits.append(candidates[high - 1])
+        candidates = candidates[: high - 1]
+    named = "; ".join(
+        f"line {r.site.line}: {r.rule.code} {r.site.qualname or r.site.idiom or ''}".rstrip()
+        for r in sorted(culprits, key=lambda r: r.site.span)
+    )
+    return RewriteFailed(f"{failed} -- made by the rewrite of {named} (a bug: left as it was)")
+
+
+def _rewrite(
+    source: str,
+    tree: ast.Module,
+    sites: list[Site],
+    ruleset: RuleSet,
+    unsafe: bool,
+    target: str | None,
+    left_alone: Sequence[RuledSite],
+) -> SourceRewrite:
+    """One rewrite of `source`, each of `left_alone` left as it was with its rule's marker."""
     index = SiteIndex(sites, ruleset, Suppressed.of(source))
+    for ruled in left_alone:
+        index.leave_alone(ruled)
     if not index:
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)
@@ -132,6 +207,8 @@ def rewrite_source(
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)
+    if new != source:
+        _check_parses(new)
     outcomes = [
         *ctx.outcomes,
         *left_markers(new, ctx.outcomes, ruleset),
