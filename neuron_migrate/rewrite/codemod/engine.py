@@ -14,7 +14,7 @@ from neuron_migrate.rewrite.codemod.imports import (
     clean_imports,
     own_helpers,
 )
-from neuron_migrate.rewrite.codemod.left_markers import left_markers
+from neuron_migrate.rewrite.codemod.left_markers import left_markers, marker_codes
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
@@ -181,7 +181,10 @@ def _rewrite(
         and rule.code == "NM100"
     )
     # The rules with a site the rule pass left as it was: a side-effect import they need stays.
+    # So do those with a marker an earlier run wrote, whose site this run may no longer see
+    # (the literal it read became "neuron"): the import it kept stays while the marker does.
     left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
+    left |= marker_codes(source)
     predicates = availability_predicates(tree, ruleset.get("NM198").match.predicates)
     flags = availability_flags(tree, predicates)
     guard_names = frozenset(imported) | flags

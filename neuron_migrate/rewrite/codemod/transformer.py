@@ -38,7 +38,7 @@ from neuron_migrate.rewrite.codemod.spansets import SpanSet
 from neuron_migrate.rewrite.codemod.statements import DeletedStatement, StatementCleanup, deleted
 from neuron_migrate.rewrite.codemod.targets import CallTarget, LiteralTarget, StatementTarget
 from neuron_migrate.rewrite.codemod.templates import apply_template, parenthesize
-from neuron_migrate.scan.analyzer.fixability import fix_blocker
+from neuron_migrate.scan.analyzer.fixability import fix_blocker, takes_reference
 
 # Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
 _TIGHT_PARENTS = (
@@ -260,7 +260,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return updated
         transform = targets.EXPRESSION.get(name)
         is_call = isinstance(original, cst.Call)
-        if transform is None or is_call == (name in targets.REFERENCE_TRANSFORMS):
+        passed = not is_call and takes_reference(rule)  # a helper of the same signature
+        if transform is None or (is_call == (name in targets.REFERENCE_TRANSFORMS) and not passed):
             self.mark(ruled, node=updated)  # e.g. a function object passed around, not called
             return updated
         target = CallTarget(self.ctx, rule, ruled.site, updated, original, self.parents())
