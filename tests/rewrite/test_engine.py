@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import pytest
 
 from neuron_migrate.rewrite.codemod import targets
 from neuron_migrate.rewrite.codemod.engine import RewriteFailed, rewrite_source
+from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.rewriter import rewrite_file, write_atomically
 from neuron_migrate.ruleset import load_ruleset
 
@@ -26,8 +29,10 @@ def test_syntax_error_propagates_as_syntax_error():
 def test_output_that_does_not_parse_is_refused(monkeypatch):
     broken = [cst.Expr(cst.Name("def"))]  # a keyword where a name should be
     monkeypatch.setitem(targets.STATEMENT, "step-marker", lambda target: broken)
-    with pytest.raises(RewriteFailed):
-        rewrite_source("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n")
+    source = "import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n"
+    result = rewrite_source(source)
+    assert "def\n" not in result.new and "    xm.mark_step()\n" in result.new
+    assert [o.code for o in result.refused] == ["NM104"]
 
 
 FORCED = (
@@ -48,15 +53,23 @@ def _force_a_broken_print(monkeypatch):
     )
 
 
-def test_a_refused_output_names_the_site_whose_rewrite_broke_it(monkeypatch):
+def test_a_site_whose_rewrite_does_not_parse_is_left_as_it_was_and_named(monkeypatch):
     _force_a_broken_print(monkeypatch)
-    with pytest.raises(RewriteFailed) as failed:
-        rewrite_source(FORCED)
-    assert "line 8: NM209 torch_xla.core.xla_model.master_print" in str(failed.value)
-    assert "line 7" not in str(failed.value).partition("made by")[2]  # mark_step is fine
+    result = rewrite_source(FORCED)
+    assert result.refused == (
+        Outcome("NM209", 8, "torch_xla.core.xla_model.master_print", "marked"),
+    )
+    ast.parse(result.new)
+    lines = result.new.splitlines()
+    at = lines.index("        xm.master_print(f'step {step}')")  # as it was, marked
+    assert lines[at - 1].startswith("        # TODO(neuron-migrate NM209): ")
+    assert "        xm.mark_step()" not in lines  # the other sites are rewritten
+    assert '    device = torch.device("neuron")' in lines
 
 
-def test_a_forced_broken_transform_writes_nothing_and_exits_2(tmp_path, monkeypatch):
+def test_a_forced_broken_transform_writes_the_file_with_the_site_marked_and_exits_2(
+    tmp_path, monkeypatch
+):
     from tests.cli import invoke
 
     _force_a_broken_print(monkeypatch)
@@ -64,8 +77,24 @@ def test_a_forced_broken_transform_writes_nothing_and_exits_2(tmp_path, monkeypa
     path.write_text(FORCED)
     done = invoke(["rewrite", "--apply", "--no-cache", "--jobs", "1", str(tmp_path)])
     assert done.exit_code == 2
-    assert path.read_text() == FORCED
-    assert "train.py" in done.stderr and "line 8: NM209" in done.stderr
+    assert "train.py:8: NM209 torch_xla.core.xla_model.master_print" in done.stderr
+    assert "does not parse" in done.stderr
+    written = path.read_text()
+    ast.parse(written)
+    assert "xm.master_print(f'step {step}')" in written and "TODO(neuron-migrate NM209)" in written
+
+
+def test_an_output_no_site_left_alone_repairs_is_refused_whole(monkeypatch):
+    """The failure is no site's (the guard pass, say): nothing is shown or written."""
+    from neuron_migrate.rewrite.codemod import engine
+
+    monkeypatch.setattr(engine, "_check_parses", _always_fails)
+    with pytest.raises(RewriteFailed):
+        rewrite_source(FORCED)
+
+
+def _always_fails(new: str) -> None:
+    raise RewriteFailed("rewritten code does not parse: forced")
 
 
 def test_every_line_of_the_output_is_parsed_an_unchanged_statement_s_too(monkeypatch):
@@ -81,9 +110,9 @@ def test_every_line_of_the_output_is_parsed_an_unchanged_statement_s_too(monkeyp
         "def step(args):\n    if HAS_XLA:\n        xm.mark_step()\n"
         "        if args.log:\n            print('logged')\n        print('done')\n"
     )
-    with pytest.raises(RewriteFailed) as failed:
-        rewrite_source(source)
-    assert "line 10: NM104" in str(failed.value)
+    result = rewrite_source(source)
+    ast.parse(result.new)
+    assert [(o.code, o.line) for o in result.refused] == [("NM104", 10)]
 
 
 def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):

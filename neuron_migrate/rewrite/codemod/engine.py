@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
@@ -35,6 +35,9 @@ class SourceRewrite:
     old: str
     new: str
     outcomes: tuple[Outcome, ...] = ()
+    # Sites whose rewrite made code that does not parse (a bug of a transform): left as they
+    # were, with their rule's marker (also in `outcomes`, as marked).
+    refused: tuple[Outcome, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -58,22 +61,41 @@ def rewrite_source(
     line: int | None = None,
 ) -> SourceRewrite:
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
-    when the output would not parse; never returns broken code. `target`: the matrix version
-    whose unsupported ops get markers (default: the newest). `line`: migrate only the sites on
-    that line, with the imports and helpers they need (an editor's quick fix).
+    when no output that parses is found; never returns broken code. `target`: the matrix
+    version whose unsupported ops get markers (default: the newest). `line`: migrate only the
+    sites on that line, with the imports and helpers they need (an editor's quick fix).
 
     Every output is parsed whole before it is returned. When it does not parse (a bug of a
     transform), the sites whose rewrite broke it are found by rewriting again with some sites
-    left as they were, and RewriteFailed names them."""
+    left as they were; the output then leaves those as they were, with their rule's marker,
+    and names them in `refused`."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
     sites = settle_meanings(find_sites(source, tree), ruleset)
     if line is not None:
         sites = [site for site in sites if site.kind == "import" or site.line == line]
+
+    def attempt(left: Sequence[RuledSite]) -> SourceRewrite | None:
+        try:
+            return _rewrite(source, tree, sites, ruleset, unsafe, target, left)
+        except RewriteFailed:
+            return None
+
     try:
         return _rewrite(source, tree, sites, ruleset, unsafe, target, ())
-    except RewriteFailed as failed:
-        raise _named(failed, source, tree, sites, ruleset, unsafe, target) from failed
+    except RewriteFailed:
+        culprits = _culprits(
+            SiteIndex(sites, ruleset, Suppressed.of(source)).ruled(),
+            lambda left: attempt(left) is not None,
+        )
+        result = attempt(culprits) if culprits else None
+        if result is None:
+            raise
+        refused = tuple(
+            Outcome(r.rule.code, r.site.line, r.site.qualname or r.site.idiom or "", "marked")
+            for r in sorted(culprits, key=lambda r: r.site.span)
+        )
+        return replace(result, refused=refused)
 
 
 def _check_parses(new: str) -> None:
@@ -84,30 +106,14 @@ def _check_parses(new: str) -> None:
         raise RewriteFailed(f"rewritten code does not parse: {reason}") from exc
 
 
-def _named(
-    failed: RewriteFailed,
-    source: str,
-    tree: ast.Module,
-    sites: list[Site],
-    ruleset: RuleSet,
-    unsafe: bool,
-    target: str | None,
-) -> RewriteFailed:
-    """`failed`, naming the sites whose rewrite made the output that does not parse: those
-    that, left as they were (with their rule's marker), give an output that parses. Found by
-    bisection over the sites in source order (one rewrite per step); `failed` as it was when
-    leaving every site alone does not help (the failure is not one site's)."""
-
-    def parses(left: Sequence[RuledSite]) -> bool:
-        try:
-            _rewrite(source, tree, sites, ruleset, unsafe, target, left)
-        except RewriteFailed:
-            return False
-        return True
-
-    candidates = SiteIndex(sites, ruleset, Suppressed.of(source)).ruled()
+def _culprits(
+    candidates: list[RuledSite], parses: Callable[[Sequence[RuledSite]], bool]
+) -> list[RuledSite]:
+    """The sites whose rewrite made an output that does not parse: those that, left as they
+    were, give one that parses. Found by bisection over the sites in source order (one rewrite
+    per step); none when leaving every site alone does not help (the failure is no site's)."""
     if not parses(candidates):
-        return failed
+        return []
     culprits: list[RuledSite] = []
     while not parses(culprits):
         # the shortest prefix of the candidates that, left alone, makes the output parse:
@@ -121,11 +127,7 @@ def _named(
                 low = middle
         culprits.append(candidates[high - 1])
         candidates = candidates[: high - 1]
-    named = "; ".join(
-        f"line {r.site.line}: {r.rule.code} {r.site.qualname or r.site.idiom or ''}".rstrip()
-        for r in sorted(culprits, key=lambda r: r.site.span)
-    )
-    return RewriteFailed(f"{failed} -- made by the rewrite of {named} (a bug: left as it was)")
+    return culprits
 
 
 def _rewrite(
