@@ -94,6 +94,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         # converts it, or stays), by the span of that call.
         self.followers: dict[Span, list[RuledSite]] = defaultdict(list)
         self._marked_idioms: set[Span] = set()
+        self._marked_spans: set[Span] = set()  # the marks of `index.marks` made
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
@@ -120,8 +121,11 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return super().on_leave(original, updated)
         result = super().on_leave(original, updated)
         if self.index.marks:
-            mark = self.index.marks.get(self.spans.get(original))  # type: ignore[arg-type]
-            if mark is not None:
+            span = self.spans.get(original)
+            mark = self.index.marks.get(span)  # type: ignore[arg-type]
+            if mark is not None and span not in self._marked_spans:
+                # once: a call's expression statement (and line) can share the call's span
+                self._marked_spans.add(span)  # type: ignore[arg-type]
                 self.mark(mark, node=result)
         if (
             self.index.literals
