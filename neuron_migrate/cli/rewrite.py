@@ -208,7 +208,7 @@ def rewrite(
         print(json.dumps(report_json(results, summary, version), indent=2))
     verb = "changed" if apply or out_dir is not None else "would change"
     _print_summary(summary, verb)
-    if summary.failed or summary.not_written:
+    if summary.failed or summary.not_written or summary.refused:
         return 2
     return 1 if check and summary.changed else 0
 

@@ -64,6 +64,9 @@ class FileRewrite:
     from_cache: bool = False  # the result was stored by an earlier run
     # A digest of the bytes the rewrite read (`read_digest`): `--apply` replaces only those.
     read: bytes | None = None
+    # Sites whose rewrite made code that does not parse (a bug of a transform): left as they
+    # were, marked, and reported (`engine.rewrite_source`).
+    refused: tuple[Outcome, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -238,6 +241,7 @@ def _migrated(
         encoding=text.encoding,
         bom=text.bom,
         outcomes=outcomes,
+        refused=result.refused,
     )
 
 
@@ -272,10 +276,12 @@ def _rewrite_notebook(
     from neuron_migrate.project.notebook import NotebookError, transform_notebook
 
     outcomes: list[Outcome] = []
+    refused: list[Outcome] = []
 
     def migrate(module: str) -> str:
         result = rewrite_source(module, ruleset, unsafe=unsafe, target=target)
         outcomes.extend(result.outcomes)
+        refused.extend(result.refused)
         return result.new
 
     try:
@@ -288,7 +294,7 @@ def _rewrite_notebook(
         return FileRewrite(
             path, display, text, text, error=FileError(display, str(exc), "internal")
         )
-    return FileRewrite(path, display, text, new, outcomes=tuple(outcomes))
+    return FileRewrite(path, display, text, new, outcomes=tuple(outcomes), refused=tuple(refused))
 
 
 def _project_kind(display: str, data: bytes) -> str | None:
@@ -480,10 +486,14 @@ def read_digest(data: bytes) -> bytes:
 
 
 def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
-    """`result`, put in the cache unless a bug made it (an internal error) or it ran out of
-    time (a slower moment's verdict)."""
+    """`result`, put in the cache unless a bug made it (an internal error, a site refused) or
+    it ran out of time (a slower moment's verdict)."""
     error = result.error
-    if job.key is None or (error is not None and error.kind in ("internal", "timeout")):
+    if (
+        job.key is None
+        or result.refused
+        or (error is not None and error.kind in ("internal", "timeout"))
+    ):
         return result
     header = diff_header(diff_path(job.path, job.display))
     patch = result.patch
@@ -695,9 +705,12 @@ class RewriteSummary:
     need_torch_xla: list[tuple[str, list[int], list[Outcome]]] = field(default_factory=list)
     # Changed files `--apply` did not write, each with why (`rewrite.in_place`): an error.
     not_written: list[tuple[str, str]] = field(default_factory=list)
+    # Sites whose rewrite made code that does not parse, left as they were: a bug, exit 2.
+    refused: list[tuple[str, Outcome]] = field(default_factory=list)
 
     def add(self, result: FileRewrite) -> None:
         self.files += 1
+        self.refused.extend((result.display, o) for o in result.refused)
         self.from_cache += result.from_cache
         if result.error is not None:
             self.errors.append(result.error)
@@ -757,6 +770,11 @@ class RewriteSummary:
                 f"{'was' if count == 1 else 'were'} not rewritten"
             )
         out = [head]
+        for display, site in self.refused:
+            out.append(
+                f"{display}:{site.line}: {site.code} {site.api}: its rewrite made code that does "
+                "not parse (a bug in neuron-migrate); the site is left as it was, marked"
+            )
         if self.need_torch_xla:
             count = len(self.need_torch_xla)
             out.append(
@@ -792,6 +810,10 @@ class RewriteSummary:
             "conversion_percent": round(self.conversion, 1),
             "already_marked": self.already_marked,
             "need_torch_xla": [display for display, _, _ in self.need_torch_xla],
+            "refused": [
+                {"path": display, "line": o.line, "code": o.code, "api": o.api}
+                for display, o in self.refused
+            ],
             "from_cache": self.from_cache,
             "rules": self.rules_json(),
         }

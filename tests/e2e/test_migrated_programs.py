@@ -68,6 +68,8 @@ PROGRAMS_UNDER_TEST = [
     Program("version_compat", "spawn", complete=True),
     Program("notebook_launcher", "spawn"),
     Program("legacy_trace", "torchrun", complete=True),
+    Program("eval_collective", "torchrun", complete=True),
+    Program("nested_guards", "torchrun", complete=True),
 ]
 
 

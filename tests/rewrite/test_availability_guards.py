@@ -148,3 +148,61 @@ def test_other_tests_of_the_name_stay(name):
 def test_a_comment_on_the_guards_line_keeps_the_guard():
     source = TRY_XLA + "def sync():\n    if xm is not None:  # TPU only\n        xm.mark_step()\n"
     assert "    if xm is not None:  # TPU only\n" in rewrite_source(source).new
+
+
+# What a taken branch holds, each statement spanning several lines: lifted one block out, every
+# line of it moves (a nested block's own lines included), and a string's text stays as it was.
+NESTED_BODY = (
+    "xm.mark_step()\n"
+    "if args.log:\n"
+    "    print('logged',\n"
+    "          loss.item())\n"
+    "    if args.verbose:\n"
+    "        print('more')\n"
+    "for k in range(3):\n"
+    "    if k:\n"
+    '        note = """a\n'
+    'b"""\n'
+    "# a comment of the block\n"
+    "total = (1 +\n"
+    "         2)\n"
+    "with torch.no_grad():\n"
+    "    try:\n"
+    "        if args.strict:\n"
+    "            raise ValueError(\n"
+    "                'strict'\n"
+    "            )\n"
+    "    except ValueError:\n"
+    "        pass\n"
+)
+NESTED_GUARDS = {
+    # transformers' predicate, as neuronx-distributed-training's trainers call it
+    "is_torch_tpu_available()": (
+        "import torch\nfrom transformers.utils import is_torch_tpu_available\n\n"
+        "if is_torch_tpu_available():\n    import torch_xla.core.xla_model as xm\n\n\n"
+        "def step(loss, args):\n    if is_torch_tpu_available():\n{body}    return loss\n"
+    ),
+    # the flag a torch_xla try-import sets, as NeMo-Megatron ports test it
+    "a try-import flag": (
+        "import torch\n\ntry:\n    import torch_xla.core.xla_model as xm\n\n"
+        "    HAVE_XLA = True\nexcept (ImportError, ModuleNotFoundError):\n"
+        "    HAVE_XLA = False\n\n\n"
+        "def step(loss, args):\n    if HAVE_XLA:\n{body}    else:\n"
+        "        torch.cuda.synchronize()\n    return loss\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_GUARDS))
+def test_a_taken_branch_moves_every_line_of_its_nested_blocks(name):
+    indented = "".join(
+        "        " + line if line.strip() and line != 'b"""\n' else line
+        for line in NESTED_BODY.splitlines(keepends=True)
+    )
+    new = rewrite_source(NESTED_GUARDS[name].format(body=indented)).new
+    ast.parse(new)
+    lifted = "".join(
+        "    " + line if line.strip() and line != 'b"""\n' else line
+        for line in NESTED_BODY.splitlines(keepends=True)[1:]
+    )
+    assert new.endswith("def step(loss, args):\n" + lifted + "    return loss\n"), new

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import pytest
 
 from neuron_migrate.rewrite.codemod import targets
 from neuron_migrate.rewrite.codemod.engine import RewriteFailed, rewrite_source
+from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.rewriter import rewrite_file, write_atomically
 from neuron_migrate.ruleset import load_ruleset
 
@@ -26,8 +29,91 @@ def test_syntax_error_propagates_as_syntax_error():
 def test_output_that_does_not_parse_is_refused(monkeypatch):
     broken = [cst.Expr(cst.Name("def"))]  # a keyword where a name should be
     monkeypatch.setitem(targets.STATEMENT, "step-marker", lambda target: broken)
+    source = "import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n"
+    result = rewrite_source(source)
+    assert "def\n" not in result.new and "    xm.mark_step()\n" in result.new
+    assert [o.code for o in result.refused] == ["NM104"]
+
+
+FORCED = (
+    "import torch_xla.core.xla_model as xm\n\n\n"
+    "def train(steps):\n"
+    "    device = xm.xla_device()\n"
+    "    for step in range(steps):\n"
+    "        xm.mark_step()\n"
+    "        xm.master_print(f'step {step}')\n"
+    "    return device\n"
+)
+
+
+def _force_a_broken_print(monkeypatch):
+    """master_print's transform, made to write a keyword where a statement goes."""
+    monkeypatch.setitem(
+        targets.STATEMENT, "master-print", lambda target: [cst.Expr(cst.Name("def"))]
+    )
+
+
+def test_a_site_whose_rewrite_does_not_parse_is_left_as_it_was_and_named(monkeypatch):
+    _force_a_broken_print(monkeypatch)
+    result = rewrite_source(FORCED)
+    assert result.refused == (
+        Outcome("NM209", 8, "torch_xla.core.xla_model.master_print", "marked"),
+    )
+    ast.parse(result.new)
+    assert [o for o in result.outcomes if o.code == "NM209"] == list(result.refused)  # once
+    lines = result.new.splitlines()
+    at = lines.index("        xm.master_print(f'step {step}')")  # as it was, marked
+    assert lines[at - 1].startswith("        # TODO(neuron-migrate NM209): ")
+    assert "        xm.mark_step()" not in lines  # the other sites are rewritten
+    assert '    device = torch.device("neuron")' in lines
+
+
+def test_a_forced_broken_transform_writes_the_file_with_the_site_marked_and_exits_2(
+    tmp_path, monkeypatch
+):
+    from tests.cli import invoke
+
+    _force_a_broken_print(monkeypatch)
+    path = tmp_path / "train.py"
+    path.write_text(FORCED)
+    done = invoke(["rewrite", "--apply", "--no-cache", "--jobs", "1", str(tmp_path)])
+    assert done.exit_code == 2
+    assert "train.py:8: NM209 torch_xla.core.xla_model.master_print" in done.stderr
+    assert "does not parse" in done.stderr
+    written = path.read_text()
+    ast.parse(written)
+    assert "xm.master_print(f'step {step}')" in written and "TODO(neuron-migrate NM209)" in written
+
+
+def test_an_output_no_site_left_alone_repairs_is_refused_whole(monkeypatch):
+    """The failure is no site's (the guard pass, say): nothing is shown or written."""
+    from neuron_migrate.rewrite.codemod import engine
+
+    monkeypatch.setattr(engine, "_check_parses", _always_fails)
     with pytest.raises(RewriteFailed):
-        rewrite_source("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n")
+        rewrite_source(FORCED)
+
+
+def _always_fails(new: str) -> None:
+    raise RewriteFailed("rewritten code does not parse: forced")
+
+
+def test_every_line_of_the_output_is_parsed_an_unchanged_statement_s_too(monkeypatch):
+    """A statement without a site is printed as its source; moved to another indentation
+    (an availability guard's branch lifted, here without its re-indentation) its lines
+    after the first would not follow. The whole output is parsed, so that is refused too."""
+    from neuron_migrate.rewrite.codemod import guards
+
+    monkeypatch.setattr(guards, "_lifted", lambda stmt: [stmt])
+    source = (
+        "try:\n    import torch_xla.core.xla_model as xm\n    HAS_XLA = True\n"
+        "except ImportError:\n    HAS_XLA = False\n\n\n"
+        "def step(args):\n    if HAS_XLA:\n        xm.mark_step()\n"
+        "        if args.log:\n            print('logged')\n        print('done')\n"
+    )
+    result = rewrite_source(source)
+    ast.parse(result.new)
+    assert [(o.code, o.line) for o in result.refused] == [("NM104", 10)]
 
 
 def test_a_crash_inside_a_transform_becomes_a_file_error(tmp_path, monkeypatch):

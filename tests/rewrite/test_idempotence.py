@@ -32,7 +32,44 @@ CASES = {
         "    dist.init_process_group(flag and 'xla')\n"
         "    xm.master_print(f\"{xm.get_xla_supported_devices('TPU')}\")\n"
     ),
+    # a printer passed to a step closure: the closure's call and the printer, in one run
+    "test_utils printer in a step closure": (
+        "import torch_xla.core.xla_model as xm\nimport torch_xla.test.test_utils as test_utils\n"
+        "\n\ndef report(device, step, accuracy):\n"
+        "    xm.add_step_closure(test_utils.print_test_update, args=(device, accuracy, 1, step))\n"
+    ),
+    # one device string that is the process group's backend too: its rewrite serves both
+    "a device string as the backend": (
+        "import torch.distributed as dist\nimport torch_xla.distributed.parallel_loader as pl\n"
+        "import torch_xla.distributed.xla_backend\n\n\ndef main(loader):\n"
+        "    device = 'xla'\n    dist.init_process_group(device)\n"
+        "    return pl.MpDeviceLoader(loader, device)\n"
+    ),
+    # a parameter's default: callers may pass anything, so the group is marked and the
+    # backend import it may need is kept, by the next run too (the default is "neuron" then)
+    "a backend import kept for a device parameter": (
+        "import torch.distributed as dist\nimport torch_xla.distributed.parallel_loader as pl\n"
+        "import torch_xla.distributed.xla_backend  # noqa: F401\n\n\n"
+        "def main(loader, device='xla'):\n    dist.init_process_group(device)\n"
+        "    return pl.MpDeviceLoader(loader, device)\n"
+    ),
 }
+
+
+def test_a_printer_given_to_a_step_closure_becomes_the_helper_in_one_run():
+    new = rewrite_source(CASES["test_utils printer in a step closure"]).new
+    assert "    neuron_print_test_update(device, accuracy, 1, step)\n" in new
+    assert "torch_xla" not in new and "TODO" not in new
+
+
+def test_a_device_string_that_is_the_backend_is_one_site_rewritten_once():
+    result = rewrite_source(CASES["a device string as the backend"])
+    assert "    device = 'neuron'\n    dist.init_process_group(device)\n" in result.new
+    assert "torch_xla" not in result.new and "TODO" not in result.new
+    assert {(o.code, o.status) for o in result.outcomes} == {
+        ("NM405", "rewritten"),
+        ("NM402", "rewritten"),
+    }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

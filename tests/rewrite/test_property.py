@@ -19,6 +19,10 @@ import torch_xla
 import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
 import torch_xla.debug.metrics as met
+import torch_xla.distributed.parallel_loader as pl
+import torch_xla.distributed.xla_backend
+import torch_xla.test.test_utils as test_utils
+import torch.distributed as dist
 from torch_xla.core.xla_model import mark_step as step_marker
 
 
@@ -85,6 +89,12 @@ STATEMENTS = [
     "shard = xm.reduce_scatter(xm.REDUCE_OR, t, 1.0, 0, n)",
     "with xm.fork_rng():\n    noise = torch.randn(2)",
     "scaler = torch_xla.amp.GradScaler(init_scale=1024.0)",
+    # shapes that once changed again on a second run: a printer passed to a step closure, and
+    # a device string that is the process group's backend too
+    "xm.add_step_closure(test_utils.print_test_update, args=(dev, acc))",
+    "device = 'xla'\ndist.init_process_group(device)\nloader = pl.MpDeviceLoader(data, device)",
+    "dist.init_process_group(backend)",
+    "xm.master_print(f'eval {evaluate(model)}', flush=True)",
 ]
 CONTEXTS = [
     "{e}",

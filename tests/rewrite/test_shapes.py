@@ -88,17 +88,18 @@ def test_compile_with_dynamic_known_only_at_run_time_is_marked():
 
 
 def test_marker_for_a_site_inside_a_made_if_goes_above_the_statement_that_holds_it():
-    """master_print becomes `if <master>: print(...)`; a marked site among its arguments is
-    marked above the print, where the next run finds it (above the `if`, it was added again)."""
+    """master_print of names becomes `if <master>: print(...)`; a marked site among its
+    arguments is marked above the print, where the next run finds it (above the `if`, it was
+    added again)."""
     source = (
         "import torch_xla.core.xla_model as xm\n"
         "import torch_xla.test.test_utils as test_utils\n\n"
         "def report(epoch):\n"
-        "    xm.master_print('epoch {} at {}'.format(epoch, test_utils.now()))\n"
+        "    xm.master_print('epoch', epoch, 'clock', test_utils.now)\n"
     )
     new = rewrite_source(source).new
     lines = new.splitlines()
-    at = lines.index("        print('epoch {} at {}'.format(epoch, test_utils.now()))")
+    at = lines.index("        print('epoch', epoch, 'clock', test_utils.now)")
     assert lines[at - 1] == "        " + load_ruleset().get("NM199").marker()
     assert lines[at - 2] == (
         "    if (dist.get_rank() if dist.is_initialized()"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
@@ -13,18 +14,18 @@ from neuron_migrate.rewrite.codemod.imports import (
     clean_imports,
     own_helpers,
 )
-from neuron_migrate.rewrite.codemod.left_markers import left_markers
+from neuron_migrate.rewrite.codemod.left_markers import left_markers, marker_codes
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.rewrite.codemod.sites_index import SiteIndex, Suppressed
+from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.analyzer.availability import availability_flags, availability_predicates
 from neuron_migrate.scan.analyzer.meanings import settle_meanings
-from neuron_migrate.scan.analyzer.sites import find_sites
+from neuron_migrate.scan.analyzer.sites import Site, find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
 
@@ -34,6 +35,9 @@ class SourceRewrite:
     old: str
     new: str
     outcomes: tuple[Outcome, ...] = ()
+    # Sites whose rewrite made code that does not parse (a bug of a transform): left as they
+    # were, with their rule's marker (also in `outcomes`, as marked).
+    refused: tuple[Outcome, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -57,15 +61,88 @@ def rewrite_source(
     line: int | None = None,
 ) -> SourceRewrite:
     """The migrated source. Raises SyntaxError for input that does not parse and RewriteFailed
-    when the output would not parse; never returns broken code. `target`: the matrix version
-    whose unsupported ops get markers (default: the newest). `line`: migrate only the sites on
-    that line, with the imports and helpers they need (an editor's quick fix)."""
+    when no output that parses is found; never returns broken code. `target`: the matrix
+    version whose unsupported ops get markers (default: the newest). `line`: migrate only the
+    sites on that line, with the imports and helpers they need (an editor's quick fix).
+
+    Every output is parsed whole before it is returned. When it does not parse (a bug of a
+    transform), the sites whose rewrite broke it are found by rewriting again with some sites
+    left as they were; the output then leaves those as they were, with their rule's marker,
+    and names them in `refused`."""
     ruleset = ruleset or load_ruleset()
     tree = ast.parse(source)
     sites = settle_meanings(find_sites(source, tree), ruleset)
     if line is not None:
         sites = [site for site in sites if site.kind == "import" or site.line == line]
+
+    def attempt(left: Sequence[RuledSite]) -> SourceRewrite | None:
+        try:
+            return _rewrite(source, tree, sites, ruleset, unsafe, target, left)
+        except RewriteFailed:
+            return None
+
+    try:
+        return _rewrite(source, tree, sites, ruleset, unsafe, target, ())
+    except RewriteFailed:
+        culprits = _culprits(
+            SiteIndex(sites, ruleset, Suppressed.of(source)).ruled(),
+            lambda left: attempt(left) is not None,
+        )
+        result = attempt(culprits) if culprits else None
+        if result is None:
+            raise
+        refused = tuple(
+            Outcome(r.rule.code, r.site.line, r.site.qualname or r.site.idiom or "", "marked")
+            for r in sorted(culprits, key=lambda r: r.site.span)
+        )
+        return replace(result, refused=refused)
+
+
+def _check_parses(new: str) -> None:
+    try:
+        ast.parse(new)
+    except SyntaxError as exc:
+        reason = " ".join(f"{exc.msg} (line {exc.lineno} of the output)".split())
+        raise RewriteFailed(f"rewritten code does not parse: {reason}") from exc
+
+
+def _culprits(
+    candidates: list[RuledSite], parses: Callable[[Sequence[RuledSite]], bool]
+) -> list[RuledSite]:
+    """The sites whose rewrite made an output that does not parse: those that, left as they
+    were, give one that parses. Found by bisection over the sites in source order (one rewrite
+    per step); none when leaving every site alone does not help (the failure is no site's)."""
+    if not parses(candidates):
+        return []
+    culprits: list[RuledSite] = []
+    while not parses(culprits):
+        # the shortest prefix of the candidates that, left alone, makes the output parse:
+        # its last site is one of those that broke it
+        low, high = 0, len(candidates)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if parses([*culprits, *candidates[:middle]]):
+                high = middle
+            else:
+                low = middle
+        culprits.append(candidates[high - 1])
+        candidates = candidates[: high - 1]
+    return culprits
+
+
+def _rewrite(
+    source: str,
+    tree: ast.Module,
+    sites: list[Site],
+    ruleset: RuleSet,
+    unsafe: bool,
+    target: str | None,
+    left_alone: Sequence[RuledSite],
+) -> SourceRewrite:
+    """One rewrite of `source`, each of `left_alone` left as it was with its rule's marker."""
     index = SiteIndex(sites, ruleset, Suppressed.of(source))
+    for ruled in left_alone:
+        index.leave_alone(ruled)
     if not index:
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)
@@ -106,7 +183,10 @@ def rewrite_source(
         and rule.code == "NM100"
     )
     # The rules with a site the rule pass left as it was: a side-effect import they need stays.
+    # So do those with a marker an earlier run wrote, whose site this run may no longer see
+    # (the literal it read became "neuron"): the import it kept stays while the marker does.
     left = frozenset(o.code for o in ctx.outcomes if o.status != "rewritten")
+    left |= marker_codes(source)
     predicates = availability_predicates(tree, ruleset.get("NM198").match.predicates)
     flags = availability_flags(tree, predicates)
     guard_names = frozenset(imported) | flags
@@ -132,6 +212,8 @@ def rewrite_source(
     )
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)
+    if new != source:
+        _check_parses(new)
     outcomes = [
         *ctx.outcomes,
         *left_markers(new, ctx.outcomes, ruleset),

@@ -256,7 +256,7 @@ class GuardResolution(StatementCleanup, PrunedTransformer):
         if not kept:
             return deleted(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=leading))
         out: list[cst.BaseStatement] = []
-        for k, stmt in enumerate(kept):
+        for k, stmt in enumerate(s for old in kept for s in _lifted(old)):
             if k == 0:
                 own = list(getattr(stmt, "leading_lines", ()))
                 stmt = stmt.with_changes(leading_lines=[*leading, *own])
@@ -389,6 +389,15 @@ def _without_comments(code: str) -> str:
             (row, col), (_, end) = token.start, token.end
             lines[row - 1] = lines[row - 1][:col] + lines[row - 1][end:]
     return "".join(lines)
+
+
+def _lifted(stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """`stmt` as it may stand one block further out. An opaque run prints its source, whose
+    lines after the first keep the indentation they had (a nested block's would no longer
+    line up): one that spans several lines is parsed, so that its blocks take the new one."""
+    if isinstance(stmt, OpaqueStatement) and stmt.cut.text.count("\n") > 1:
+        return real_statements(stmt)
+    return [stmt]
 
 
 def _ends_block(stmt: cst.BaseStatement) -> bool:

@@ -295,6 +295,20 @@ def neuron_divide(numerator, denominator):
     return numerator // denominator
 '''
 
+_MASTER_PRINT = '''
+def neuron_master_print(*args, fd=None, local=False, flush=False):
+    """Print on the master process only (xm.master_print). The arguments were evaluated on
+    every rank, as torch_xla evaluates them: one may run a collective all ranks must join."""
+    if local:
+        rank = int(os.environ.get("LOCAL_RANK", 0))
+    elif torch.distributed.is_available() and torch.distributed.is_initialized():
+        rank = torch.distributed.get_rank()
+    else:
+        rank = int(os.environ.get("RANK", 0))
+    if rank == 0:
+        print(*args, file=fd, flush=flush)
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -321,6 +335,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_nxd_logger", _NXD_LOGGER, ("logging", "os", "sys")),
         Helper("neuron_ensure_divisibility", _ENSURE_DIVISIBILITY, ()),
         Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
+        Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
     )
 }
 

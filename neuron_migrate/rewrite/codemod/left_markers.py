@@ -34,6 +34,13 @@ def _marker_lines(source: str) -> list[tuple[str, int]]:
     return found
 
 
+def marker_codes(source: str) -> frozenset[str]:
+    """The codes of the TODO markers `source` holds."""
+    if "# TODO(neuron-migrate " not in source:
+        return frozenset()
+    return frozenset(code for code, _ in _marker_lines(source))
+
+
 def left_markers(new: str, outcomes: Iterable[Outcome], ruleset: RuleSet) -> list[Outcome]:
     """Outcomes for the markers of `new` (of the rules of `ruleset`) that no outcome of this
     run accounts for: each is a site left for a person, at its statement's line."""

@@ -106,6 +106,20 @@ class SiteIndex:
         if span not in self.calls and span not in self.names and span not in self.marks:
             self.marks[span] = RuledSite(site, rule)
 
+    def ruled(self) -> list[RuledSite]:
+        """The sites a rule acts on, in source order."""
+        found = [*self.calls.values(), *self.names.values(), *self.literals.values()]
+        return sorted(found, key=lambda r: r.site.span)
+
+    def leave_alone(self, ruled: RuledSite) -> None:
+        """`ruled` left as it is, with its rule's marker (its rewrite made code that does not
+        parse)."""
+        for table in (self.calls, self.names, self.literals):
+            for span, other in list(table.items()):
+                if other == ruled:
+                    del table[span]
+                    self.marks[span] = ruled
+
     def lines(self) -> set[int]:
         """The lines where a rule acts: the statements holding them are the codemod's to see."""
         return {span[0] for span in self.spans()}

@@ -38,7 +38,7 @@ from neuron_migrate.rewrite.codemod.spansets import SpanSet
 from neuron_migrate.rewrite.codemod.statements import DeletedStatement, StatementCleanup, deleted
 from neuron_migrate.rewrite.codemod.targets import CallTarget, LiteralTarget, StatementTarget
 from neuron_migrate.rewrite.codemod.templates import apply_template, parenthesize
-from neuron_migrate.scan.analyzer.fixability import fix_blocker
+from neuron_migrate.scan.analyzer.fixability import fix_blocker, takes_reference
 
 # Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
 _TIGHT_PARENTS = (
@@ -94,6 +94,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         # converts it, or stays), by the span of that call.
         self.followers: dict[Span, list[RuledSite]] = defaultdict(list)
         self._marked_idioms: set[Span] = set()
+        self._marked_spans: set[Span] = set()  # the marks of `index.marks` made
 
     def visit_Module(self, node: cst.Module) -> None:
         self.remember_header(node)
@@ -120,8 +121,11 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return super().on_leave(original, updated)
         result = super().on_leave(original, updated)
         if self.index.marks:
-            mark = self.index.marks.get(self.spans.get(original))  # type: ignore[arg-type]
-            if mark is not None:
+            span = self.spans.get(original)
+            mark = self.index.marks.get(span)  # type: ignore[arg-type]
+            if mark is not None and span not in self._marked_spans:
+                # once: a call's expression statement (and line) can share the call's span
+                self._marked_spans.add(span)  # type: ignore[arg-type]
                 self.mark(mark, node=result)
         if (
             self.index.literals
@@ -260,7 +264,8 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             return updated
         transform = targets.EXPRESSION.get(name)
         is_call = isinstance(original, cst.Call)
-        if transform is None or is_call == (name in targets.REFERENCE_TRANSFORMS):
+        passed = not is_call and takes_reference(rule)  # a helper of the same signature
+        if transform is None or (is_call == (name in targets.REFERENCE_TRANSFORMS) and not passed):
             self.mark(ruled, node=updated)  # e.g. a function object passed around, not called
             return updated
         target = CallTarget(self.ctx, rule, ruled.site, updated, original, self.parents())

@@ -25,6 +25,19 @@ OWN_LINE_TRANSFORMS = frozenset({"rendezvous", "master-print", "save-on-master"}
 # reference to their function that is not called (passed around) is left for a person.
 REFERENCE_TRANSFORMS = frozenset({"reduce-op"})
 
+
+def takes_reference(rule: Rule) -> bool:
+    """Whether a reference to `rule`'s function that is not called (passed around:
+    `xm.add_step_closure(test_utils.print_test_update, args=...)`) becomes the name of the
+    helper the call becomes: its rule says the helper has the function's very signature."""
+    rewrite = rule.rewrite
+    return (
+        rewrite is not None
+        and rewrite.transform == "helper-call"
+        and rewrite.option("references") == "helper"
+    )
+
+
 # Literal transforms that delete the statement setting an environment variable (`env-var`
 # without `rename_to`; `spawn-rendezvous-env` keeps it as a default): a key read elsewhere stays.
 DELETING_TRANSFORMS = frozenset({"env-var", "spawn-rendezvous-env"})
@@ -47,7 +60,9 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
     transform = rewrite.transform or ""
     referenced = site.kind == "name"
     if site.kind in ("name", "call") and rewrite.template is None:
-        if referenced != (transform in REFERENCE_TRANSFORMS):
+        if referenced != (transform in REFERENCE_TRANSFORMS) and not (
+            referenced and takes_reference(rule)
+        ):
             return "a function passed around, not called" if referenced else "called"
     elif referenced and not rewrite.template_replaces_reference():
         return "a function passed around, not called"

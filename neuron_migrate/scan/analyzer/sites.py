@@ -875,9 +875,14 @@ class _SiteFinder:
         if "xla" not in [_string(s) for s in strings]:
             return  # a value known only at run time: nothing says it is XLA's
         string = strings[0]
-        if _assigned_once(bindings) and string is not None and self._only_backends(name.id, owner):
+        if (
+            _assigned_once(bindings)
+            and string is not None
+            and (self._only_backends(name.id, owner) or self._device_backend(string))
+        ):
             if id(string) not in self.reported_backends:
                 self.reported_backends.add(id(string))
+                self.device_strings.add(id(string))  # one site: its rewrite serves both
                 self.idiom("xla-process-group", string, "xla", guarded)
             return
         self.idiom("xla-process-group", name, "xla", guarded)
@@ -921,6 +926,21 @@ class _SiteFinder:
             return
         for key in _xla_option_keys(options):
             self.idiom("xla-pg-options", key, _string(key), guarded)
+
+    def _device_backend(self, string: ast.expr) -> bool:
+        """`device = "xla"` read as a device and as the backend too: the device string's
+        rewrite, "neuron", is the native backend's name, so the one literal serves both."""
+        assign = self.model.parents.get(id(string))
+        targets = (
+            assign.targets
+            if isinstance(assign, ast.Assign)
+            else [assign.target]
+            if isinstance(assign, ast.AnnAssign)
+            else []
+        )
+        return _string(string) == "xla" and any(
+            "device" in _target_name(t).lower() for t in targets
+        )
 
     def _only_backends(self, name: str, owner: Scope) -> bool:
         """Whether every read of `name` (bound in `owner`) is a process group's backend."""

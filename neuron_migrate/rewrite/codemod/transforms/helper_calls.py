@@ -18,13 +18,16 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     the arguments must fit (anything else is marked). Per function, `NAME.params` is its own
     signature (space-separated) and `NAME.false_only` (`NAME.none_only`) a parameter whose
     feature the device lacks: the call is rewritten only where that argument is absent or
-    `False` (`None`), and it is dropped."""
+    `False` (`None`), and it is dropped. A reference not called becomes the helper's name
+    where the rule says the helper has the function's signature (`references: helper`)."""
     rewrite = t.rule.rewrite
     assert rewrite is not None
     called = last_component(t.site.qualname or "")
     name = rewrite.option(called) or rewrite.option("helper")
     if name is None or name not in HELPERS:
         return None
+    if not isinstance(t.node, cst.Call):  # a reference passed around (`takes_reference`)
+        return cst.Name(name) if use_helper(t.ctx, name) else None
     own = rewrite.option(f"{called}.params")
     params = tuple(own.split()) if own else rewrite.params
     call = t.call

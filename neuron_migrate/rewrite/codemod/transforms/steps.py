@@ -6,6 +6,7 @@ import itertools
 
 import libcst as cst
 
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import NewStatement, StatementTarget, statement
 from neuron_migrate.rewrite.codemod.templates import bind_arguments, bound_arguments, render
 from neuron_migrate.rewrite.codemod.transforms._build import (
@@ -42,7 +43,10 @@ def delete_call_statement(t: StatementTarget) -> list[NewStatement] | None:
 @statement("master-print")
 def master_print(t: StatementTarget) -> list[NewStatement] | None:
     """xm.master_print(*args, fd=sys.stdout, local=False, flush=False) -> a guarded print (a
-    call statement on a line of its own: `fix_blocker`)."""
+    call statement on a line of its own: `fix_blocker`). torch_xla evaluates the arguments on
+    every rank: where one may run code (`evaluate(model)`, which may hold a collective that
+    every rank must join) the call becomes `neuron_master_print`, of the same signature, so
+    that they still are; only names, attributes and literals move under the rank test."""
     local = False
     print_args: list[cst.Arg] = []
     for arg in t.call.args:
@@ -53,18 +57,73 @@ def master_print(t: StatementTarget) -> list[NewStatement] | None:
             local = is_true(arg.value)
         else:
             print_args.append(keyword("file" if name == "fd" else name, arg.value))
-    printed = cst.Call(func=cst.Name("print"), args=with_commas(print_args))
-    return _on_master(t, local, [call_statement(printed)])
+    printed = call_statement(cst.Call(func=cst.Name("print"), args=with_commas(print_args)))
+    if _guarded_by_master(t, local) or all(_inert(arg.value) for arg in t.call.args):
+        return _on_master(t, local, [printed])
+    if not use_helper(t.ctx, "neuron_master_print"):
+        return None
+    return [call_statement(t.call.with_changes(func=cst.Name("neuron_master_print")))]
+
+
+# What an argument may be made of to be evaluated on the master only: reading it runs no code
+# of the program's (a property aside), so no rank can wait for it.
+_INERT = (
+    cst.Name,
+    cst.Attribute,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.FormattedStringText,
+    cst.FormattedStringExpression,
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+    cst.Arg,
+)
+
+
+def _inert(node: cst.CSTNode) -> bool:
+    if _reads_item(node):
+        return True
+    if not isinstance(node, _INERT):
+        return False
+    return all(_inert(child) for child in _children(node))
+
+
+def _reads_item(node: cst.CSTNode) -> bool:
+    """`loss.item()`: a tensor's value read on the host, which waits for no other rank."""
+    return (
+        isinstance(node, cst.Call)
+        and not node.args
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "item"
+        and _inert(node.func.value)
+    )
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The expressions inside `node` (an attribute's name and an f-string's format spec text
+    are no expression: only what is evaluated is walked)."""
+    if isinstance(node, cst.Attribute):
+        return [node.value]
+    if isinstance(node, cst.FormattedStringExpression):
+        spec = node.format_spec or ()
+        return [node.expression, *spec]
+    if isinstance(node, cst.FormattedString):
+        return list(node.parts)
+    if isinstance(node, cst.ConcatenatedString):
+        return [node.left, node.right]
+    if isinstance(node, cst.Arg):
+        return [node.value]
+    return []
 
 
 _IS_MASTER = "torch_xla.core.xla_model.is_master_ordinal"
 
 
-def _on_master(
-    t: StatementTarget, local: bool, body: list[cst.BaseStatement]
-) -> list[NewStatement]:
-    """`body` guarded by the master test, unless the statement already sits in the body of an
-    `if xm.is_master_ordinal(...)` that tests the same master: the guard would repeat it."""
+def _guarded_by_master(t: StatementTarget, local: bool) -> bool:
+    """Whether the statement already sits in the body of an `if xm.is_master_ordinal(...)` that
+    tests the same master (its arguments are evaluated on the master only already)."""
     for node, inner in itertools.pairwise(t.parents):
         if not (isinstance(node, cst.If) and inner is node.body):
             continue
@@ -82,7 +141,17 @@ def _on_master(
         else:
             continue  # which master is chosen at run time
         if same:
-            return list(body)
+            return True
+    return False
+
+
+def _on_master(
+    t: StatementTarget, local: bool, body: list[cst.BaseStatement]
+) -> list[NewStatement]:
+    """`body` guarded by the master test, unless the statement already sits in the body of an
+    `if xm.is_master_ordinal(...)` that tests the same master: the guard would repeat it."""
+    if _guarded_by_master(t, local):
+        return list(body)
     return [if_block(master_test(t.ctx, local), body)]
 
 

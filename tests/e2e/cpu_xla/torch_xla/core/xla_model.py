@@ -85,6 +85,31 @@ def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     return torch.cat(parts, dim=dim)
 
 
+REDUCE_SUM = "sum"
+REDUCE_MAX = "max"
+_OPS = {REDUCE_SUM: dist.ReduceOp.SUM, REDUCE_MAX: dist.ReduceOp.MAX}
+
+
+def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
+    """A tensor in: a new reduced tensor out; a list of tensors: reduced in place."""
+    tensors = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+    out = [t.clone() for t in tensors] if isinstance(inputs, torch.Tensor) else tensors
+    for tensor in out:
+        if _group():
+            dist.all_reduce(tensor, op=_OPS[reduce_type])
+        if scale != 1.0:
+            tensor.mul_(scale)
+    return out[0] if isinstance(inputs, torch.Tensor) else inputs
+
+
+def mesh_reduce(tag, data, reduce_fn):
+    if not _group():
+        return reduce_fn([data])
+    values = [None] * xrt_world_size()
+    dist.all_gather_object(values, data)
+    return reduce_fn(values)
+
+
 def rendezvous(tag, payload=b"", replicas=()):
     if _group():
         dist.barrier()
