@@ -257,10 +257,17 @@ class ResultCache:
 def damaged(exc: sqlite3.DatabaseError) -> bool:
     """Whether an error says the database is damaged rather than busy. An OperationalError is
     a lock, a read-only file or a full disk, which rebuilding would not mend, except a text
-    value that is not UTF-8: bytes overwritten inside a row."""
+    value that is not UTF-8 (bytes overwritten inside a row) and a table or column the schema
+    no longer has (bytes overwritten in the schema)."""
     import sqlite3
 
-    return not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
+    if not isinstance(exc, sqlite3.OperationalError):
+        return True
+    return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
+
+
+# What SQLite's OperationalError says of a damaged file, as against a lock or a full disk.
+_DAMAGE_SIGNS = ("decode", "no such column", "no such table", "malformed")
 
 
 def _connected(path: Path) -> sqlite3.Connection:

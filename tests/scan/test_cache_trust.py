@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuron_migrate.incremental import sealed
+from neuron_migrate.matrix import newest_version
 from neuron_migrate.scan import scan_data
 from tests.cli import invoke
 from tests.scan.cli_helpers import run_cli
@@ -109,7 +110,7 @@ def test_the_cached_data_and_snapshot_read_back(tmp_path: Path) -> None:
     _primed(tree, cache)
     (data,) = cache.glob("data-*.pickle")
     _cleared()
-    context = scan_data.context_for("2.14.3.0", cache)
+    context = scan_data.context_for(newest_version(), cache)
     assert isinstance(context, scan_data.Context)
     assert data.stat().st_mtime_ns == next(cache.glob("data-*.pickle")).stat().st_mtime_ns
     from neuron_migrate.incremental import report_snapshot
@@ -261,6 +262,28 @@ def test_a_stored_name_that_is_not_utf8_is_damage_not_a_busy_database(
     (db,) = cache.glob("scan-results-*.sqlite")
     with sqlite3.connect(db) as connection:
         connection.execute("UPDATE segments SET name = CAST(X'726f7773ff2e62696e' AS TEXT)")
+    for form in ("json", "terminal"):
+        assert _scan(tree, form, "--cache-dir", str(cache)) == expected[form], form
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "ALTER TABLE segments RENAME COLUMN name TO nome",  # "no such column: s.name"
+        "ALTER TABLE segments RENAME TO segmentz",  # "no such table: segments"
+    ],
+)
+def test_a_damaged_schema_is_damage_not_a_busy_database(
+    tmp_path: Path, plain: tuple[Path, dict], damage: str
+) -> None:
+    """A byte overwritten in the schema makes a column or table vanish: SQLite raises an
+    OperationalError (as for a lock) that names what is missing. The database is damaged."""
+    tree, expected = plain
+    cache = tmp_path / "cache"
+    _primed(tree, cache)
+    (db,) = cache.glob("scan-results-*.sqlite")
+    with sqlite3.connect(db) as connection:
+        connection.execute(damage)
     for form in ("json", "terminal"):
         assert _scan(tree, form, "--cache-dir", str(cache)) == expected[form], form
 
