@@ -216,7 +216,8 @@ def _migrated(
     try:
         result = rewrite_source(source, ruleset, unsafe=unsafe, target=target)
     except SyntaxError as exc:
-        return FileRewrite(path, display, source, source, error=syntax_error(exc, display))
+        error = _internal_error(exc, display) if _built(exc) else syntax_error(exc, display)
+        return FileRewrite(path, display, source, source, error=error)
     except RewriteFailed as exc:
         return FileRewrite(
             path, display, source, source, error=FileError(display, str(exc), "internal")
@@ -224,12 +225,7 @@ def _migrated(
     except OverBudget:
         raise
     except Exception as exc:  # a bug in a transform must not end the run over the tree
-        last = traceback.extract_tb(exc.__traceback__)[-1]
-        where = f"{Path(last.filename).name}:{last.lineno}"
-        reason = f"internal error: {type(exc).__name__}: {exc} ({where})"
-        return FileRewrite(
-            path, display, source, source, error=FileError(display, reason, "internal")
-        )
+        return FileRewrite(path, display, source, source, error=_internal_error(exc, display))
     new, outcomes = result.new, result.outcomes
     if display.endswith("setup.py"):  # its install_requires / python_requires literals too
         new, outcomes = _setup_py_dependencies(new, outcomes, ruleset, unsafe=unsafe, target=target)
@@ -243,6 +239,21 @@ def _migrated(
         outcomes=outcomes,
         refused=result.refused,
     )
+
+
+def _built(exc: SyntaxError) -> bool:
+    """A node a transform built that libcst refuses (its CSTValidationError is a SyntaxError):
+    a bug of ours, not a file that does not parse."""
+    from libcst import CSTValidationError
+
+    return isinstance(exc, CSTValidationError)
+
+
+def _internal_error(exc: Exception, display: str) -> FileError:
+    last = traceback.extract_tb(exc.__traceback__)[-1]
+    where = f"{Path(last.filename).name}:{last.lineno}"
+    reason = f"internal error: {type(exc).__name__}: {exc} ({where})"
+    return FileError(display, reason, "internal")
 
 
 def _setup_py_dependencies(
@@ -289,7 +300,8 @@ def _rewrite_notebook(
     except NotebookError as exc:
         return FileRewrite(path, display, text, text, error=FileError(display, str(exc), "syntax"))
     except SyntaxError as exc:
-        return FileRewrite(path, display, text, text, error=syntax_error(exc, display))
+        error = _internal_error(exc, display) if _built(exc) else syntax_error(exc, display)
+        return FileRewrite(path, display, text, text, error=error)
     except RewriteFailed as exc:
         return FileRewrite(
             path, display, text, text, error=FileError(display, str(exc), "internal")

@@ -229,3 +229,19 @@ def test_rewriting_makes_no_reference_cycles_but_literal_evals():
     functions = {o.__qualname__ for o in garbage if isinstance(o, types.FunctionType)}
     assert all(name.startswith("literal_eval.<locals>.") for name in functions)
     assert {type(o) for o in garbage} <= {types.FunctionType, types.CellType, tuple}
+
+
+def test_a_node_libcst_refuses_is_an_internal_error_not_the_files_syntax(tmp_path, monkeypatch):
+    """libcst's CSTValidationError is a SyntaxError: a transform that builds a node libcst refuses
+    (`return(a if b else c)` once did) was reported as the file's syntax error."""
+    path = tmp_path / "a.py"
+    path.write_text("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step()\n")
+
+    def refused(target):
+        raise cst.CSTValidationError("Must have at least one space after 'return'.")
+
+    monkeypatch.setitem(targets.STATEMENT, "step-marker", refused)
+    result = rewrite_file(str(path), "a.py", load_ruleset(), unsafe=False)
+    assert result.error is not None and result.error.kind == "internal"
+    assert "syntax error" not in result.error.reason
+    assert not result.changed

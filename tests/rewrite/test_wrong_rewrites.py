@@ -197,3 +197,22 @@ def test_a_device_parameter_and_its_default_change_together():
     new = rewrite_source(source).new
     assert 'def train(device_type="neuron"):' in new
     assert 'if device_type == "neuron":' in new
+
+
+def test_a_site_in_parentheses_glued_to_its_keyword_is_rewritten_and_runs():
+    """`if(xm.is_master_ordinal()):` (NolanGC/DistillationExperiments-TPU's shape): the
+    replacement keeps the parentheses its keyword needs, where the file used to be skipped as
+    a syntax error and left as it was."""
+    source = (
+        XM + "\n"
+        "def rank():\n    return(xm.get_ordinal())\n\n"
+        "if(xm.is_master_ordinal()):\n    print('master', rank())\n"
+        "while(xm.xrt_world_size() < 1):\n    pass\n"
+        "print(not(xm.is_master_ordinal()))\n"
+    )
+    new = rewrite_source(source).new
+    assert "torch_xla" not in new
+    assert rewrite_source(new).new == new
+    env = {"WORLD_SIZE": "2"}
+    assert _run_migrated(new, {**env, "LOCAL_RANK": "0", "RANK": "0"}) == "master 0\nFalse\n"
+    assert _run_migrated(new, {**env, "LOCAL_RANK": "1", "RANK": "1"}) == "True\n"

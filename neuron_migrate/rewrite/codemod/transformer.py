@@ -186,7 +186,18 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def fit(self, new: cst.BaseExpression, original: cst.BaseExpression) -> cst.BaseExpression:
         """Parenthesize a loose replacement (`a if b else c`) where its parent binds tighter;
-        inside an f-string, use the quote the f-string does not (needed before Python 3.12)."""
+        inside an f-string, use the quote the f-string does not (needed before Python 3.12).
+        The original's own parentheses stay: `if(xm.is_master_ordinal()):` needs them (or a
+        space) after its keyword, and a parenthesized line break needs them to parse."""
+        if original.lpar and not getattr(new, "lpar", True):
+            new = new.with_changes(lpar=original.lpar, rpar=original.rpar)
+            if isinstance(new, cst.IfExp) and self._after_keyword(original):
+                # libcst takes `return(a if b else c)` for `returna`: it reads the
+                # conditional's first operand, not its parentheses
+                body = new.body
+                if not body.lpar:
+                    body = body.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                new = new.with_changes(body=body)
         parents = self.parents()
         parent = parents[-1] if parents else None
         if isinstance(new, _LOOSE_EXPRESSIONS) and isinstance(parent, _TIGHT_PARENTS):
@@ -292,6 +303,12 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         self.record(ruled, "rewritten")
         self.keep_comments(original, [updated], [new])
         return self.fit(new, original)
+
+    def _after_keyword(self, original: cst.BaseExpression) -> bool:
+        """Whether the parentheses opening `original` touch a word before them (`if(`)."""
+        line, col = self.span_of(original)[:2]
+        before = self.lines[line - 1][:col].rstrip("( \t")
+        return bool(before) and (before[-1].isalnum() or before[-1] == "_")
 
     def keep_comments(
         self, source: cst.CSTNode, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode | object]
