@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 
@@ -216,3 +219,43 @@ def test_a_site_in_parentheses_glued_to_its_keyword_is_rewritten_and_runs():
     env = {"WORLD_SIZE": "2"}
     assert _run_migrated(new, {**env, "LOCAL_RANK": "0", "RANK": "0"}) == "master 0\nFalse\n"
     assert _run_migrated(new, {**env, "LOCAL_RANK": "1", "RANK": "1"}) == "True\n"
+
+
+def test_a_backend_named_at_run_time_keeps_the_import_that_registers_xla(tmp_path):
+    """tsb0601/projectt's shape: `--dist-backend` defaults to 'xla' and the module imports
+    torch_xla's backend to register that name. The import was dropped as unused, the group
+    left unmarked, and the migrated program died on an unknown backend 'xla' where the
+    original ran; now the group is marked NM405 and the registering import stays."""
+    pytest.importorskip("torch")
+    source = (
+        "import argparse, os\n"
+        "import torch.distributed as dist\n"
+        "import torch_xla.distributed.xla_backend\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--dist-backend', default='xla')\n"
+        "args = parser.parse_args([])\n"
+        "dist.init_process_group(backend=args.dist_backend, rank=0, world_size=1)\n"
+        "print(dist.get_backend())\n"
+    )
+    result = rewrite_source(source)
+    assert [(o.code, o.status) for o in result.outcomes if o.code == "NM405"] == [
+        ("NM405", "marked")
+    ]
+    program = tmp_path / "train.py"
+    program.write_text(result.new)
+    stand_in = Path(__file__).resolve().parents[1] / "e2e" / "cpu_xla"
+    env = {**os.environ, "PYTHONPATH": str(stand_in), "MASTER_ADDR": "localhost"}
+    env["MASTER_PORT"] = str(_free_port())
+    done = subprocess.run(
+        [sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "gloo\n"  # the stand-in's 'xla' group, registered by the kept import
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return int(sock.getsockname()[1])

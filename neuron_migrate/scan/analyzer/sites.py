@@ -473,6 +473,9 @@ def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast
     return False
 
 
+_XLA_BACKEND_MODULE = "torch_xla.distributed.xla_backend"
+
+
 class _SiteFinder:
     def __init__(self, source: str, tree: ast.Module) -> None:
         self.model = NameModel(tree)
@@ -824,6 +827,10 @@ class _SiteFinder:
                 self.idiom("xla-process-group", backend, "xla", guarded)
             elif isinstance(backend, ast.Name):
                 self.backend_variable(backend, guarded)
+            elif backend is not None and _string(backend) is None and self.registers_xla():
+                # `args.dist_backend`, `cfg["backend"]`: known only at run time, in a module that
+                # registers the 'xla' backend; a person says which backend runs
+                self.idiom("xla-process-group", backend, "xla", guarded)
             init_method = _keyword(call, "init_method")
             if _string(init_method) in ("xla://", "pjrt://"):
                 assert init_method is not None
@@ -873,7 +880,11 @@ class _SiteFinder:
         owner, bindings = binding
         strings = [_assigned_string(b.node, self.model.parents) for b in bindings]
         if "xla" not in [_string(s) for s in strings]:
-            return  # a value known only at run time: nothing says it is XLA's
+            # a value known only at run time (a parameter, a read): it may be XLA's when the
+            # module registers the 'xla' backend
+            if None in strings and self.registers_xla():
+                self.idiom("xla-process-group", name, "xla", guarded)
+            return
         string = strings[0]
         if (
             _assigned_once(bindings)
@@ -886,6 +897,10 @@ class _SiteFinder:
                 self.idiom("xla-process-group", string, "xla", guarded)
             return
         self.idiom("xla-process-group", name, "xla", guarded)
+
+    def registers_xla(self) -> bool:
+        """The module imports torch_xla's backend, whose import registers the name 'xla'."""
+        return any(r.module == _XLA_BACKEND_MODULE for r in self.model.imports)
 
     def autocast_device_variable(self, call: ast.Call, name: ast.Name, guarded: bool) -> None:
         """`dt = "xla"` ... `torch.autocast(device_type=dt)` without a dtype: the autocast gets
