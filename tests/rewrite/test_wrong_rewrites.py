@@ -259,3 +259,33 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("localhost", 0))
         return int(sock.getsockname()[1])
+
+
+def test_a_model_wrapper_read_as_the_wrapper_is_left_as_it_was(tmp_path):
+    """A minGPT trainer's shape: `MODEL = xmp.MpModelWrapper(m)`, then `MODEL._model` read to
+    save. With the wrapper replaced by the model, the save died on a module with no `_model`;
+    such a wrapper is now marked NM407 and kept, and the program still saves."""
+    pytest.importorskip("torch")
+    source = (
+        "import torch\n"
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "MODEL = xmp.MpModelWrapper(torch.nn.Linear(2, 2))\n"
+        "state = MODEL._model.cpu().state_dict()\n"
+        "print(sorted(state))\n"
+    )
+    result = rewrite_source(source)
+    assert [(o.code, o.status) for o in result.outcomes if o.code == "NM407"] == [
+        ("NM407", "marked")
+    ]
+    program = tmp_path / "train.py"
+    program.write_text(result.new)
+    stand_in = Path(__file__).resolve().parents[1] / "e2e" / "cpu_xla"
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        env={**os.environ, "PYTHONPATH": str(stand_in)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "['bias', 'weight']\n"

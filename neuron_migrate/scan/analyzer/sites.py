@@ -474,6 +474,7 @@ def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast
 
 
 _XLA_BACKEND_MODULE = "torch_xla.distributed.xla_backend"
+_MODEL_WRAPPER = "torch_xla.distributed.xla_multiprocessing.MpModelWrapper"
 
 
 class _SiteFinder:
@@ -637,11 +638,31 @@ class _SiteFinder:
         if is_call:
             assert isinstance(parent, ast.Call)
             fields.update(self.call_fields(parent, qualname, scope))
+            if qualname == _MODEL_WRAPPER and self._wrapper_internals_read(parent, scope):
+                fields["blocked"] = "the wrapper's own attributes are read, not only its .to()"
             if qualname:
                 self.call_qualnames[id(parent)] = qualname
                 if qualname.partition(".")[0] == "torch":
                     self.placed_calls.append((len(self.sites), parent))
         self.site("call" if is_call else "name", chain, **fields)
+
+    def _wrapper_internals_read(self, call: ast.Call, scope: Scope) -> bool:
+        """`MODEL = xmp.MpModelWrapper(m)` whose MODEL is read as the wrapper (`MODEL._model`):
+        the model itself, which replaces the wrapper, has only the wrapper's `.to()` in common."""
+        target = self.model.parents.get(id(call))
+        if not (isinstance(target, ast.Assign) and len(target.targets) == 1):
+            return False
+        name = target.targets[0]
+        if not isinstance(name, ast.Name):
+            return False
+        owner = self.model.scope_binding(name.id, scope)
+        if owner is None:
+            return False
+        for load in self.model.loads_of(name.id, owner):
+            read = self.model.parents.get(id(load))
+            if isinstance(read, ast.Attribute) and read.attr != "to":
+                return True
+        return False
 
     def _aliases_only(self, name: str, scope: Scope) -> bool:
         """Whether `name`, read in `scope`, is bound only by assignments of other names."""

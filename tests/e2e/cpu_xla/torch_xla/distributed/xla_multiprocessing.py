@@ -38,7 +38,7 @@ class MpSerialExecutor:
 
 class MpModelWrapper:
     def __init__(self, model):
-        self.model = model
+        self._model = model  # the attribute name torch_xla's wrapper keeps it under
 
     def to(self, device):
-        return self.model.to(device)
+        return self._model.to(device)
