@@ -301,8 +301,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
             self.mark(ruled, node=updated)
             return updated
         self.record(ruled, "rewritten")
-        self.keep_comments(original, [updated], [new])
-        return self.fit(new, original)
+        fitted = self.fit(new, original)
+        self.keep_comments(original, [updated], [fitted])  # the parentheses kept keep theirs
+        return fitted
 
     def _after_keyword(self, original: cst.BaseExpression) -> bool:
         """Whether the parentheses opening `original` touch a word before them (`if(`)."""
