@@ -6,6 +6,8 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import libcst as cst
+
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.rewrite.codemod.context import FileContext, beside_plain_steps, module_bindings
 from neuron_migrate.rewrite.codemod.guards import rebound, resolve_guards
@@ -28,6 +30,10 @@ from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.sites import Site, find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
+
+# A transform's bug: an output that does not parse, or a node libcst refuses to build (its
+# CSTValidationError is a SyntaxError, which is not the file's).
+_TRANSFORM_BUGS = (RewriteFailed, cst.CSTValidationError)
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,12 @@ def rewrite_source(
     def attempt(left: Sequence[RuledSite]) -> SourceRewrite | None:
         try:
             return _rewrite(source, tree, sites, ruleset, unsafe, target, left)
-        except RewriteFailed:
+        except _TRANSFORM_BUGS:
             return None
 
     try:
         return _rewrite(source, tree, sites, ruleset, unsafe, target, ())
-    except RewriteFailed:
+    except _TRANSFORM_BUGS:
         culprits = _culprits(
             SiteIndex(sites, ruleset, Suppressed.of(source)).ruled(),
             lambda left: attempt(left) is not None,
