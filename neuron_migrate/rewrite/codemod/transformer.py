@@ -9,6 +9,8 @@ statement.
 
 from __future__ import annotations
 
+import keyword
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -61,6 +63,7 @@ _LOOSE_EXPRESSIONS = (
 _CONDITIONAL = (cst.IfExp, cst.Lambda)
 PendingEnv = tuple[Span, RuledSite, cst.CSTNode]
 _STATEMENT_HOSTS = (cst.Expr, cst.Assign, cst.Return)
+_LAST_WORD = re.compile(r"\w+$")  # the word a site's opening parenthesis follows
 
 
 class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
@@ -306,10 +309,11 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         return fitted
 
     def _after_keyword(self, original: cst.BaseExpression) -> bool:
-        """Whether the parentheses opening `original` touch a word before them (`if(`)."""
+        """Whether the parentheses opening `original` touch a keyword before them (`if(`), not
+        a call's name (`print(`)."""
         line, col = self.span_of(original)[:2]
-        before = self.lines[line - 1][:col].rstrip("( \t")
-        return bool(before) and (before[-1].isalnum() or before[-1] == "_")
+        word = _LAST_WORD.search(self.lines[line - 1][:col].rstrip("( \t"))
+        return word is not None and keyword.iskeyword(word.group())
 
     def keep_comments(
         self, source: cst.CSTNode, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode | object]
