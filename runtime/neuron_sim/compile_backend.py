@@ -475,6 +475,10 @@ def install(policy: OpPolicy, native_engine: bool = False) -> None:
             # unset, it means static shapes, each new one a recompile.
             if options.get("dynamic") is None:
                 options["dynamic"] = False
+            if model is None:  # the decorator form: @torch.compile(backend="neuron")
+                decorator = original_compile(**options)
+                return lambda fn: _autocopying(decorator(fn), fn)
+            return _autocopying(original_compile(model, **options), model)
         return (
             original_compile(model, **options) if model is not None else original_compile(**options)
         )
@@ -484,6 +488,63 @@ def install(policy: OpPolicy, native_engine: bool = False) -> None:
 
     if "torch._dynamo" in sys.modules:
         _register_backend()
+
+
+# The released backend copies CPU inputs of a compiled graph to the device unless this is 1: the
+# dev source's name; the released env-var page lists it cut (TORCH_NEURONX_DYNAMO_DISABLE_CPU_A…).
+AUTOCOPY_OFF_ENV = "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY"
+
+
+def _autocopying(compiled: Any, original: Any) -> Any:
+    """`compiled`, with the CPU tensors it is called with copied to the neuron device first,
+    as the released backend does, where the call also has neuron inputs (its module's
+    parameters, or another argument): then dynamo would otherwise trace a device mismatch. A
+    call with no neuron input at all is left as it is (a CPU model compiled for neuron)."""
+    if os.environ.get(AUTOCOPY_OFF_ENV) == "1":
+        return compiled
+    module = original if isinstance(original, torch.nn.Module) else None
+
+    def on_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any] | None:
+        values = [*args, *kwargs.values()]
+        if not any(_is_cpu(v) for v in values):
+            return None
+        neuron = any(_is_neuron_tensor(v) for v in values) or (
+            module is not None
+            and any(_is_neuron_tensor(t) for t in (*module.parameters(), *module.buffers()))
+        )
+        if not neuron:
+            return None
+        moved = tuple(_to_neuron(v) for v in args), {k: _to_neuron(v) for k, v in kwargs.items()}
+        return moved
+
+    if isinstance(compiled, torch.nn.Module):
+
+        def pre_hook(_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return on_device(args, kwargs)
+
+        compiled.register_forward_pre_hook(pre_hook, with_kwargs=True)
+        return compiled
+
+    @functools.wraps(compiled)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        moved = on_device(args, kwargs)
+        if moved is not None:
+            args, kwargs = moved
+        return compiled(*args, **kwargs)
+
+    return call
+
+
+def _is_cpu(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu"
+
+
+def _is_neuron_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "neuron"
+
+
+def _to_neuron(value: Any) -> Any:
+    return value.to("neuron") if _is_cpu(value) else value
 
 
 def _mode_as_released(options: dict[str, Any]) -> None:
