@@ -10,6 +10,7 @@ Pure Python: torch is never imported here.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -94,7 +95,20 @@ def prepare(
     # the one where the simulated device is installed.
     bin_dir = os.path.dirname(sys.executable)
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+    # A program that imports torch_neuronx before torch finds the device's placeholder there.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [before_torch_path(), *filter(None, [env.get("PYTHONPATH")])]
+    )
     return resolve_argv(command, env["PATH"], cwd or Path.cwd()), env
+
+
+def before_torch_path() -> str:
+    """The folder of `neuron_sim`'s `torch_neuronx` placeholder, found without importing it
+    (the package imports torch)."""
+    spec = importlib.util.find_spec("neuron_sim")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("run: the simulated device (neuron_sim) is not installed")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "before_torch")
 
 
 def interpreter_note(command: Sequence[str], user_path: str | None = None) -> str | None:

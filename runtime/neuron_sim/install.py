@@ -19,7 +19,7 @@ def installed_trace() -> ProcessTrace | None:
 
 
 def _refuse_beside_real_backend() -> None:
-    if importlib.util.find_spec("torch_neuronx") is not None:
+    if _real_torch_neuronx():
         raise NeuronSetupError(
             "the real torch-neuronx is installed in this environment; neuron-migrate's simulated "
             "neuron device refuses to run beside it. Run without `neuron-migrate run` to use the "
@@ -31,6 +31,16 @@ def _refuse_beside_real_backend() -> None:
             f"the PrivateUse1 device is already registered as {taken!r}; the simulated neuron "
             "device needs it"
         )
+
+
+def _real_torch_neuronx() -> bool:
+    """Whether a torch_neuronx other than the run's own placeholder (`before_torch`) is on the
+    import path."""
+    found = importlib.util.find_spec("torch_neuronx")
+    if found is None or found.origin is None:
+        return found is not None
+    placeholder = os.path.realpath(os.path.join(os.path.dirname(__file__), "before_torch"))
+    return os.path.commonpath([os.path.realpath(found.origin), placeholder]) != placeholder
 
 
 def install(target: str | None = None, trace_dir: str | None = None) -> ProcessTrace:

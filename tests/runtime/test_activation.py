@@ -112,3 +112,40 @@ def test_usage_errors() -> None:
         runner.run(["missing_script.py"], None)
     with pytest.raises(UnknownTargetError):
         runner.run(["python", "-c", "pass"], "0.0.1")
+
+
+def test_torch_neuronx_imported_before_torch_is_the_stand_in(sim_run) -> None:
+    """The real package imports torch itself, so a file whose first import is torch_neuronx
+    works; so must the stand-in, in the parent and in its spawned children."""
+    run = sim_run(
+        """
+        import torch_neuronx
+        from torch_neuronx.utils import get_neuron_registered_ops
+        import torch
+        import torch.multiprocessing as mp
+
+        def child(index):
+            import torch_neuronx as again
+            assert again is torch_neuronx and again.SIMULATED
+
+        if __name__ == "__main__":
+            assert torch_neuronx.SIMULATED and "aten::add.Tensor" in get_neuron_registered_ops()
+            x = torch.arange(4.0, device="neuron") + 1
+            assert x.device.type == "neuron"
+            assert "aten::add.Tensor" in torch_neuronx.get_executed_ops()
+            mp.spawn(child, nprocs=1)
+            print("STAND-IN FIRST OK")
+        """
+    )
+    run.assert_finished("STAND-IN FIRST OK")
+
+
+def test_torch_neuronx_is_missing_where_the_device_is_not_installed(tmp_path: Path) -> None:
+    """Outside `run` nothing stands in: `import torch_neuronx` fails as it does on a machine
+    without the package, even with the run's import path set by hand."""
+    env = {k: v for k, v in os.environ.items() if k != runner.TARGET_ENV}
+    _, run_env = runner.prepare(["python", "-c", "pass"], "2.13.3.0", tmp_path)
+    env["PYTHONPATH"] = run_env["PYTHONPATH"]
+    result = _python("import torch_neuronx", env, cwd=tmp_path)
+    assert result.returncode != 0
+    assert "ModuleNotFoundError: No module named 'torch_neuronx'" in result.stderr
