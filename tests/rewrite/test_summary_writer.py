@@ -7,8 +7,6 @@ from __future__ import annotations
 import sys
 import types
 
-import pytest
-
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
 
@@ -78,20 +76,34 @@ def test_summary_helpers_are_added_once_on_a_second_run():
     assert rewrite_source(first).new == first
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        "test_utils.write_to_summary(w, 1, write_xla_metrics=True)",
-        "test_utils.write_to_summary(w, 1, {}, flag)",
-    ],
-)
-def test_xla_metrics_in_the_summary_are_left_for_a_person(call):
+def test_xla_metrics_asked_for_by_a_variable_are_left_for_a_person():
+    call = "test_utils.write_to_summary(w, 1, {}, flag)"
     source = f"import torch_xla.test.test_utils as test_utils\n\n\ndef f(w, flag):\n    {call}\n"
     result = rewrite_source(source)
     rule = load_ruleset().get("NM521")
     assert rule.marker() in result.new
     assert call in result.new
     assert {o.status for o in result.outcomes if o.code == "NM521"} == {"marked"}
+
+
+def test_xla_metrics_asked_for_write_the_scalars_and_no_metrics(monkeypatch):
+    """`write_xla_metrics=True` (pytorch/xla's MNIST and ImageNet scripts) wrote torch_xla's
+    own compile and transfer metrics, which the device does not have: the scalars are written,
+    and the script no longer needs torch_xla."""
+    source = (
+        "import torch_xla.test.test_utils as test_utils\n\n\n"
+        "def train(logdir, losses):\n"
+        "    writer = test_utils.get_summary_writer(logdir)\n"
+        "    test_utils.write_to_summary(\n"
+        "        writer, 3, dict_to_write={'Accuracy/test': 0.5}, write_xla_metrics=True)\n"
+        "    return writer\n"
+    )
+    result = rewrite_source(source)
+    assert "torch_xla" not in result.new and "TODO(neuron-migrate" not in result.new
+    assert {o.status for o in result.outcomes if o.code == "NM521"} == {"rewritten"}
+    writer = _run(result.new, "runs/a", monkeypatch, tensorboard=True)
+    assert writer.events[1:] == [("scalar", "Accuracy/test", 3)]
+    assert rewrite_source(result.new).new == result.new
 
 
 def test_xla_metrics_turned_off_in_so_many_words_is_dropped():

@@ -309,6 +309,14 @@ def neuron_master_print(*args, fd=None, local=False, flush=False):
         print(*args, file=fd, flush=flush)
 '''
 
+_NOW = '''
+def neuron_now(format="%H:%M:%S"):
+    """The local time as text (test_utils.now)."""
+    from datetime import datetime
+
+    return datetime.now().strftime(format)
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -336,6 +344,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_ensure_divisibility", _ENSURE_DIVISIBILITY, ()),
         Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
         Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
+        Helper("neuron_now", _NOW, ()),
     )
 }
 

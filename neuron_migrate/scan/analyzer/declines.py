@@ -354,8 +354,8 @@ def spawn_signature(site: Site) -> tuple[str, ...]:
 
 def helper_call(rule: Rule, site: Site) -> str:
     """The signature a helper call must fit (its rule's `params`, or `NAME.params` for one
-    function), and a `NAME.false_only` / `NAME.none_only` parameter the device has no feature
-    for (`groups=` replica subgroups)."""
+    function), and a `NAME.false_only` / `NAME.none_only` / `NAME.bool_only` parameter the device
+    has no feature for (`groups=` replica subgroups, `write_xla_metrics=`)."""
     rewrite = rule.rewrite
     assert rewrite is not None
     called = (site.qualname or "").rpartition(".")[2]
@@ -366,16 +366,18 @@ def helper_call(rule: Rule, site: Site) -> str:
     values = bind_site(site.call_args, params)
     if values is None:
         return _UNBOUND
-    for option, literal in ONLY_LITERALS.items():
+    for option, literals in ONLY_LITERALS.items():
         unwanted = values.get(rewrite.option(f"{called}.{option}") or "")
-        if unwanted is not None and not unwanted.is_literal(literal):
+        if unwanted is not None and not unwanted.is_literal(*literals):
             return "a feature the device lacks is asked for: a person decides"
     return ""
 
 
 # A helper call's `NAME.false_only` / `NAME.none_only` parameter: rewritten only where the
-# argument is absent or this literal (`write_xla_metrics=False`, `groups=None`), and dropped.
-ONLY_LITERALS = {"false_only": "False", "none_only": "None"}
+# argument is absent or this literal (`groups=None`), and dropped. `NAME.bool_only`: a switch of
+# a report the device does not have, dropped where it is a literal True or False
+# (`write_xla_metrics=True`: the XLA metrics scalars, which name no result of the program).
+ONLY_LITERALS = {"false_only": ("False",), "none_only": ("None",), "bool_only": ("True", "False")}
 
 
 def template(rule: Rule, site: Site) -> str:

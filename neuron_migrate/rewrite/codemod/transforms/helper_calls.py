@@ -16,10 +16,11 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
     """`xm.RateTracker(...)` -> `NeuronRateTracker(...)`. The rule's options name the helper,
     by the called function's last name or as `helper`; `params`, when given, is the signature
     the arguments must fit (anything else is marked). Per function, `NAME.params` is its own
-    signature (space-separated) and `NAME.false_only` (`NAME.none_only`) a parameter whose
-    feature the device lacks: the call is rewritten only where that argument is absent or
-    `False` (`None`), and it is dropped. A reference not called becomes the helper's name
-    where the rule says the helper has the function's signature (`references: helper`)."""
+    signature (space-separated) and `NAME.false_only` (`NAME.none_only`, `NAME.bool_only`) a
+    parameter whose feature the device lacks: the call is rewritten only where that argument is
+    absent or `False` (`None`, a literal bool), and it is dropped. A reference not called
+    becomes the helper's name where the rule says the helper has the function's signature
+    (`references: helper`)."""
     rewrite = t.rule.rewrite
     assert rewrite is not None
     called = last_component(t.site.qualname or "")
