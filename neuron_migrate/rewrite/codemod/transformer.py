@@ -380,12 +380,19 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def leave_SimpleStatementSuite(
         self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite
-    ) -> cst.SimpleStatementSuite:
+    ) -> cst.SimpleStatementSuite | cst.IndentedBlock:
         new = self._small_statements(original, updated, alone=False)
         if new is None:
             return updated
-        body = [s for s in new if isinstance(s, cst.BaseSmallStatement)]
-        return updated.with_changes(body=body or [cst.Pass()])
+        if all(isinstance(s, cst.BaseSmallStatement) for s in new):
+            body = [s for s in new if isinstance(s, cst.BaseSmallStatement)]
+            return updated.with_changes(body=body or [cst.Pass()])
+        # `if c: xm.rendezvous("x")` (its one statement: `fix_blocker`) becomes statements: the
+        # body gets an indented block, the line's comment staying on the header.
+        lines = [
+            s if isinstance(s, cst.BaseStatement) else cst.SimpleStatementLine([s]) for s in new
+        ]
+        return cst.IndentedBlock(body=lines, header=updated.trailing_whitespace)
 
     def _statement_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         new = self._small_statements(original, updated, alone=len(original.body) == 1)

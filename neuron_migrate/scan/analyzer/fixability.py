@@ -15,9 +15,10 @@ from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.declines import DECLINES, template
 from neuron_migrate.scan.analyzer.sites import Site
 
-# Statement transforms that replace a call only when it is a statement of its own line: what
-# they write is one or more whole statements (an `if` around a barrier or a save), which
-# cannot stand after `if c:` on one line or beside another statement.
+# Statement transforms that replace a call only when it is a statement of its own line, or the
+# one statement of a one-line body (`if c: call()`, given an indented block): what they write
+# is one or more whole statements (an `if` around a barrier or a save), which cannot stand
+# beside another statement.
 OWN_LINE_TRANSFORMS = frozenset({"rendezvous", "master-print", "save-on-master"})
 
 
@@ -66,7 +67,9 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
             return "a function passed around, not called" if referenced else "called"
     elif referenced and not rewrite.template_replaces_reference():
         return "a function passed around, not called"
-    if transform in OWN_LINE_TRANSFORMS and not (site.discarded and site.own_line):
+    if transform in OWN_LINE_TRANSFORMS and not (
+        site.discarded and (site.own_line or site.own_suite)
+    ):
         return "rewritten only as a call statement on a line of its own"
     if site.kind == "idiom" and site.call_span is None and not site.literal:
         return "the value is not written here as a string literal"

@@ -133,6 +133,9 @@ class Site(NamedTuple):
     # torch_xla calls that are a simple statement's value: the statement is alone on its line
     # (not after `if c:`, no semicolon).
     own_line: bool = False
+    # ... or the only statement of a one-line body (`if c: call()`), which a rewrite into
+    # statements turns into an indented block.
+    own_suite: bool = False
     literal: bool = False  # idioms: the node is one plain string literal
     # Why `rewrite` leaves the site for a person, where its shape says so ("" when nothing does):
     # read by `fixability.fix_blocker`, which the scan and the codemod both ask.
@@ -533,6 +536,7 @@ class _SiteFinder:
         fields["statement"], fields["target"] = statement, target
         if statement and statement != "with":
             fields["own_line"] = self.alone_on_line(call if discarded else parent)  # type: ignore[arg-type]
+            fields["own_suite"] = discarded and self.alone_after_colon(call)
         return fields
 
     def _in_fstring(self, node: ast.AST) -> bool:
@@ -561,6 +565,20 @@ class _SiteFinder:
         if after.startswith(";"):  # a semicolon that ends the line separates nothing
             after = after[1:].strip()
         return not before.strip() and (not after or after.startswith("#"))
+
+    def alone_after_colon(self, node: ast.expr) -> bool:
+        """A compound statement's header before `node` on its line (`if c: node`), and
+        nothing but blanks or a comment after it: the one statement of a one-line body."""
+        if self.lines is None:
+            self.lines = self.source.splitlines()
+        line, col, end_line, end_col = self.columns.span(node)
+        if end_line > len(self.lines):
+            return False
+        after = self.lines[end_line - 1][end_col:].strip()
+        if after.startswith(";"):
+            after = after[1:].strip()
+        before = self.lines[line - 1][:col].rstrip()
+        return before.endswith(":") and (not after or after.startswith("#"))
 
     # -- references to imported names -----------------------------------------------------------
 
