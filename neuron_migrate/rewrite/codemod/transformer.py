@@ -40,6 +40,7 @@ from neuron_migrate.rewrite.codemod.spansets import SpanSet
 from neuron_migrate.rewrite.codemod.statements import DeletedStatement, StatementCleanup, deleted
 from neuron_migrate.rewrite.codemod.targets import CallTarget, LiteralTarget, StatementTarget
 from neuron_migrate.rewrite.codemod.templates import apply_template, parenthesize
+from neuron_migrate.rewrite.codemod.transforms.launch import annotation_class
 from neuron_migrate.scan.analyzer.fixability import fix_blocker, takes_reference
 
 # Replacements that need parentheses next to these parents (operators, `.`, `[`, calls).
@@ -264,6 +265,9 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         if rule.rewrite.template is not None:
             new = apply_template(rule.rewrite, qualname, updated, self.ctx)
             return self.finish(ruled, original, updated, new)
+        helper = rule.rewrite.option("annotation")
+        if helper and ruled.site.in_annotation and not isinstance(original, cst.Call):
+            return self.finish(ruled, original, updated, annotation_class(self.ctx, helper))
         name = rule.rewrite.transform or ""
         parent = self.parents()[-1] if self.parents() else None
         if (

@@ -60,7 +60,9 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
         return "an import under an availability guard stays, with a marker"
     transform = rewrite.transform or ""
     referenced = site.kind == "name"
-    if site.kind in ("name", "call") and rewrite.template is None:
+    if referenced and site.in_annotation and rewrite.option("annotation"):
+        pass  # a class named by an annotation becomes the helper class that stands in for it
+    elif site.kind in ("name", "call") and rewrite.template is None:
         if referenced != (transform in REFERENCE_TRANSFORMS) and not (
             referenced and takes_reference(rule)
         ):

@@ -136,6 +136,8 @@ class Site(NamedTuple):
     # ... or the only statement of a one-line body (`if c: call()`), which a rewrite into
     # statements turns into an indented block.
     own_suite: bool = False
+    # A name (not called) in a type annotation (`loader: pl.MpDeviceLoader`): it names a class.
+    in_annotation: bool = False
     literal: bool = False  # idioms: the node is one plain string literal
     # Why `rewrite` leaves the site for a person, where its shape says so ("" when nothing does):
     # read by `fixability.fix_blocker`, which the scan and the codemod both ask.
@@ -479,6 +481,26 @@ def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast
 _XLA_BACKEND_MODULE = "torch_xla.distributed.xla_backend"
 _MODEL_WRAPPER = "torch_xla.distributed.xla_multiprocessing.MpModelWrapper"
 
+# The expressions an annotation is made of around a class name: `Optional[T]`, `T | None`.
+_ANNOTATION_PARTS = (ast.Subscript, ast.Tuple, ast.List, ast.BinOp)
+
+
+def _in_annotation(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """Whether `node` is a parameter's, a return's or a variable's annotation, or part of one."""
+    parent = parents.get(id(node))
+    while isinstance(parent, _ANNOTATION_PARTS):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, ast.arg | ast.AnnAssign):
+        return parent.annotation is node
+    if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        # the model makes the function the parent of its parameters' annotations
+        arguments = parent.args
+        params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        returns = getattr(parent, "returns", None)
+        return node is returns or any(node is param.annotation for param in params)
+    return False
+
 
 class _SiteFinder:
     def __init__(self, source: str, tree: ast.Module) -> None:
@@ -653,6 +675,8 @@ class _SiteFinder:
         caller = self.model.parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
         if not is_call and isinstance(caller, ast.Call) and caller.func is not chain:
             fields["argument_of"] = self.columns.span(caller)
+        if not is_call and _in_annotation(chain, self.model.parents):
+            fields["in_annotation"] = True
         if is_call:
             assert isinstance(parent, ast.Call)
             fields.update(self.call_fields(parent, qualname, scope))

@@ -143,14 +143,28 @@ def _needs_process_group(qualnames: Iterable[str]) -> bool:
     return _INIT not in found and not found.isdisjoint(_PROCESS_GROUP_USERS)
 
 
-def _device_loader(ctx: FileContext, loader: cst.BaseExpression, device: cst.BaseExpression):
+def _device_loader_class(ctx: FileContext) -> cst.Name:
+    """The device-loader helper class, added to the file."""
     name = DEVICE_LOADER
     if DEVICE_LOADER in ctx.taken and DEVICE_LOADER not in ctx.own_helpers:
         name = DEVICE_LOADER_SPARE  # the name is the project's own class
     ctx.helpers.add(name)
     ctx.use_modules(cst.Name("torch"))  # the helper class names torch
+    return cst.Name(name)
+
+
+def _device_loader(ctx: FileContext, loader: cst.BaseExpression, device: cst.BaseExpression):
     args = with_commas([cst.Arg(loader), cst.Arg(device)])
-    return cst.Call(func=cst.Name(name), args=args)
+    return cst.Call(func=_device_loader_class(ctx), args=args)
+
+
+def annotation_class(ctx: FileContext, helper: str) -> cst.Name | None:
+    """The helper class (a rule's `annotation` option) that stands in for the torch_xla class an
+    annotation names (`loader: pl.MpDeviceLoader`), added to the file as a call of it adds it;
+    None when the file's own code takes its name."""
+    if helper == DEVICE_LOADER:
+        return _device_loader_class(ctx)
+    return cst.Name(helper) if use_helper(ctx, helper) else None
 
 
 @expression("device-loader")
