@@ -1,10 +1,14 @@
 """What a migrated file still needs of torch_xla: the imports that stop it on a machine without
-torch_xla (every TorchNeuron machine), read from its new text with the standard library."""
+torch_xla (every TorchNeuron machine), and the torch_xla names the rewrite binds to a stand-in
+there (the code that uses them raises when it runs), read from its new text with the standard
+library."""
 
 from __future__ import annotations
 
 import ast
 import re
+
+from neuron_migrate.scan.analyzer.availability import STAND_IN
 
 # A line that may import torch_xla: a statement starting with `import` or `from` (at the start
 # of a line or after a `;`, continued with backslashes) that names it. A cheap test before the
@@ -67,3 +71,39 @@ def unguarded_torch_xla_imports(source: str) -> list[int]:
 
 # The fields that hold statements (or the handlers and cases that do).
 _STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def stood_in_names(source: str) -> list[str]:
+    """What the torch_xla names bound to a stand-in where torch_xla is missing name (the
+    imports of the rewrite's `try: import torch_xla... except ImportError: xm = NotMigrated(...)`:
+    `torch_xla.core.xla_model` for `xm`), in the order of the source."""
+    if STAND_IN not in source:
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try) or len(node.handlers) != 1:
+            continue
+        stood_in = {
+            stmt.targets[0].id
+            for stmt in node.handlers[0].body
+            if isinstance(stmt, ast.Assign)
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name)
+            and stmt.value.func.id == STAND_IN
+        }
+        for stmt in node.body:
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    local = alias.asname or alias.name.partition(".")[0]
+                    if local in stood_in:
+                        names.append(alias.name if alias.asname else local)
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+                for alias in stmt.names:
+                    if (alias.asname or alias.name) in stood_in:
+                        names.append(f"{stmt.module}.{alias.name}")
+    return names

@@ -30,7 +30,11 @@ from neuron_migrate.project.discover import (
 )
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
-from neuron_migrate.rewrite.leftovers import IMPORT_MARKERS, unguarded_torch_xla_imports
+from neuron_migrate.rewrite.leftovers import (
+    IMPORT_MARKERS,
+    stood_in_names,
+    unguarded_torch_xla_imports,
+)
 from neuron_migrate.rewrite.store import (
     CachedRewrite,
     NoRewriteCache,
@@ -79,16 +83,51 @@ class FileRewrite:
     def torch_xla_imports(self) -> list[int]:
         """Lines (of the new module) of the torch_xla imports that stop the migrated file
         where torch_xla is missing; none when it runs without torch_xla."""
+        return self._read_new(unguarded_torch_xla_imports)
+
+    @cached_property
+    def stood_in(self) -> list[str]:
+        """What the names the new module binds to a stand-in where torch_xla is missing name."""
+        return self._read_new(stood_in_names)
+
+    def _read_new(self, read: Callable[[str], list[Any]]) -> list[Any]:
+        """`read` of the new module's source (a notebook's code cells); [] for a file that
+        could not be migrated."""
         if self.error is not None:
             return []
         if not self.display.endswith(NOTEBOOK_SUFFIX):
-            return unguarded_torch_xla_imports(self.new)
+            return read(self.new)
         from neuron_migrate.project.notebook import NotebookError, split_notebook
 
         try:
-            return unguarded_torch_xla_imports(split_notebook(self.new).source)
+            return read(split_notebook(self.new).source)
         except NotebookError:
             return []
+
+    @property
+    def raise_if_reached(self) -> list[Outcome]:
+        """The sites left for a person that use a name bound to a stand-in: where torch_xla is
+        missing the program starts, and each raises NotImplementedError (naming its rule and
+        advice) when it runs."""
+        names = self.stood_in
+        if not names:
+            return []
+        return [
+            o
+            for o in self.outcomes
+            if o.status in ("marked", "ambiguous")
+            and o.code not in IMPORT_MARKERS
+            and any(o.api == n or o.api.startswith(n + ".") for n in names)
+        ]
+
+    @property
+    def stop_at_start(self) -> int:
+        """How many sites left for a person stop the program at start where torch_xla is
+        missing: those that hold its torch_xla imports (or the imports themselves, held by
+        nothing else)."""
+        if not self.torch_xla_imports:
+            return 0
+        return len(self.held_by) or len(self.torch_xla_imports)
 
     @property
     def held_by(self) -> list[Outcome]:
@@ -129,6 +168,7 @@ class FileRewrite:
             "ambiguous": self.count("ambiguous"),
             "runs_without_torch_xla": not self.torch_xla_imports,
             "torch_xla_held_by": [{"code": o.code, "line": o.line} for o in self.held_by],
+            "raise_if_reached": [{"code": o.code, "line": o.line} for o in self.raise_if_reached],
             "sites": [
                 {"code": o.code, "line": o.line, "api": o.api, "status": o.status}
                 for o in self.outcomes
@@ -715,6 +755,10 @@ class RewriteSummary:
     per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Files that still import torch_xla where it is missing, with the sites that hold them.
     need_torch_xla: list[tuple[str, list[int], list[Outcome]]] = field(default_factory=list)
+    # Sites left for a person that raise if reached where torch_xla is missing (a stand-in
+    # binds the name they use), and those that stop the program at start there (goal: 0).
+    raise_if_reached: int = 0
+    stop_at_start: int = 0
     # Changed files `--apply` did not write, each with why (`rewrite.in_place`): an error.
     not_written: list[tuple[str, str]] = field(default_factory=list)
     # Sites whose rewrite made code that does not parse, left as they were: a bug, exit 2.
@@ -738,6 +782,8 @@ class RewriteSummary:
         self.already_marked += result.already_marked
         if result.torch_xla_imports:
             self.need_torch_xla.append((result.display, result.torch_xla_imports, result.held_by))
+        self.raise_if_reached += len(result.raise_if_reached)
+        self.stop_at_start += result.stop_at_start
 
     @property
     def conversion(self) -> float:
@@ -787,6 +833,12 @@ class RewriteSummary:
                 f"{display}:{site.line}: {site.code} {site.api}: its rewrite made code that does "
                 "not parse (a bug in neuron-migrate); the site is left as it was, marked"
             )
+        if self.raise_if_reached or self.stop_at_start:
+            out.append(
+                f"where torch_xla is missing: {self.stop_at_start} of those left stop the "
+                f"program at start; {self.raise_if_reached} raise NotImplementedError if reached, "
+                "naming their rule"
+            )
         if self.need_torch_xla:
             count = len(self.need_torch_xla)
             out.append(
@@ -826,6 +878,8 @@ class RewriteSummary:
                 {"path": display, "line": o.line, "code": o.code, "api": o.api}
                 for display, o in self.refused
             ],
+            "stop_at_start": self.stop_at_start,
+            "raise_if_reached": self.raise_if_reached,
             "from_cache": self.from_cache,
             "rules": self.rules_json(),
         }

@@ -3,15 +3,44 @@ named with what holds it, and a re-run over migrated code that says so."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
 import json
+import re
+import sys
 from pathlib import Path
 
+import pytest
+
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
+from neuron_migrate.ruleset import load_ruleset
 from tests.cli import invoke
 
+
+class _NoTorchXla(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch_xla" or name.startswith("torch_xla."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@contextlib.contextmanager
+def _without_torch_xla():
+    """A machine without torch_xla, as every TorchNeuron machine is."""
+    finder = _NoTorchXla()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+# A star import is left for a person: it stays as it is, and stops the program at start where
+# torch_xla is missing.
+HELD = "import torch\nfrom torch_xla.core.xla_model import *\n\ndef step(opt):\n    mark_step()\n"
 # xm.optimizer_step over replica subgroups is left for a person: its import stays, with an NM100
-# marker.
-HELD = (
+# marker, and binds `xm` to a stand-in where torch_xla is missing.
+STOOD_IN = (
     "import torch\n"
     "import torch_xla.core.xla_model as xm\n\n"
     "def step(opt):\n"
@@ -38,11 +67,12 @@ def _tree(tmp_path: Path) -> Path:
     (root / "held.py").write_text(HELD)
     (root / "guarded.py").write_text(GUARDED)
     (root / "done.py").write_text(DONE)
+    (root / "stood_in.py").write_text(STOOD_IN)
     return root
 
 
 def test_import_markers_are_counted_as_marked():
-    outcomes = rewrite_source(HELD).outcomes
+    outcomes = rewrite_source(STOOD_IN).outcomes
     assert ("NM100", 2, "marked") in {(o.code, o.line, o.status) for o in outcomes}
     guarded = rewrite_source(GUARDED).outcomes
     assert ("NM198", 2, "marked") in {(o.code, o.line, o.status) for o in guarded}
@@ -54,13 +84,44 @@ def test_a_file_that_still_imports_torch_xla_is_named_with_what_holds_it(tmp_pat
     report = json.loads(result.stdout)
     files = {f["path"]: f for f in report["files"]}
     assert files["held.py"]["runs_without_torch_xla"] is False
-    assert files["held.py"]["torch_xla_held_by"] == [{"code": "NM501", "line": 5}]
+    assert files["held.py"]["torch_xla_held_by"] == [{"code": "NM197", "line": 2}]
     assert files["guarded.py"]["runs_without_torch_xla"] is True
     assert files["done.py"]["runs_without_torch_xla"] is True
+    assert files["stood_in.py"]["runs_without_torch_xla"] is True
     assert report["summary"]["need_torch_xla"] == ["held.py"]
+    assert report["summary"]["stop_at_start"] == 1
     assert report["summary"]["conversion_percent"] < 100
     assert "will not run without torch_xla" in result.stderr
-    assert "held.py" in result.stderr and "NM501 (line 5)" in result.stderr
+    assert "held.py" in result.stderr and "NM197 (line 2)" in result.stderr
+
+
+def test_a_site_whose_import_a_stand_in_holds_raises_if_reached(tmp_path):
+    """Where torch_xla is missing, the file migrated with a site left for a person imports and
+    runs up to that site, which raises naming its rule and advice; the report counts the site
+    as left for a person, and as one that raises if reached."""
+    root = _tree(tmp_path)
+    result = invoke(["rewrite", "--no-cache", str(root), "--format", "json"])
+    report = json.loads(result.stdout)
+    files = {f["path"]: f for f in report["files"]}
+    assert files["stood_in.py"]["raise_if_reached"] == [{"code": "NM501", "line": 5}]
+    assert files["stood_in.py"]["torch_xla_held_by"] == []
+    assert {
+        "code": "NM501",
+        "line": 5,
+        "api": "torch_xla.core.xla_model.optimizer_step",
+        "status": "marked",
+    } in files["stood_in.py"]["sites"]
+    assert report["summary"]["raise_if_reached"] == 1
+    assert "1 raise NotImplementedError if reached" in " ".join(result.stderr.split())
+
+    new = rewrite_source(STOOD_IN).new
+    namespace: dict = {}
+    with _without_torch_xla():
+        exec(compile(new, "stood_in.py", "exec"), namespace)  # the program starts
+    advice = load_ruleset().get("NM501").manual
+    with pytest.raises(NotImplementedError, match=re.escape(f"neuron-migrate NM501: {advice}")):
+        namespace["step"](None)
+    assert rewrite_source(new).new == new
 
 
 def test_a_second_run_over_migrated_code_says_nothing_is_left_to_rewrite(tmp_path):

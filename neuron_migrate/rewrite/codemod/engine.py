@@ -11,6 +11,7 @@ import libcst as cst
 from neuron_migrate.rewrite.codemod import transforms  # noqa: F401  (registers the transforms)
 from neuron_migrate.rewrite.codemod.context import FileContext, beside_plain_steps, module_bindings
 from neuron_migrate.rewrite.codemod.guards import rebound, resolve_guards
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.imports import (
     add_imports_and_helpers,
     clean_imports,
@@ -25,7 +26,11 @@ from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.ruleset import RuleSet, load_ruleset
-from neuron_migrate.scan.analyzer.availability import availability_flags, availability_predicates
+from neuron_migrate.scan.analyzer.availability import (
+    STAND_IN,
+    availability_flags,
+    availability_predicates,
+)
 from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.sites import Site, find_sites
 
@@ -201,7 +206,10 @@ def _rewrite(
         module, guard_names, where.extents, rules.made_from, text, predicates, flags
     )
     printer = Printer(module)
-    module = clean_imports(
+    # A kept torch_xla import's names, where torch_xla is missing: a stand-in that raises
+    # (unless the file's own code takes the class's name).
+    stand_in = STAND_IN if STAND_IN not in ctx.taken or STAND_IN in ctx.own_helpers else None
+    module, stood_in = clean_imports(
         module,
         ruleset,
         where.extents,
@@ -215,7 +223,10 @@ def _rewrite(
         sorted({site.call_span[0] for site in index.imports if site.call_span}),
         ctx.outcomes,
         frozenset(site.line for site in index.imports if not site.used),
+        stand_in,
     )
+    if stood_in:
+        use_helper(ctx, STAND_IN)
     module = add_imports_and_helpers(module, ctx)
     new = printed_checked(module, text, where.extents, top_level, printer)
     if new != source:

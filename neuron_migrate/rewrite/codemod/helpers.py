@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neuron_migrate.rewrite.codemod.context import FileContext
+from neuron_migrate.scan.analyzer.availability import STAND_IN
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,23 @@ def neuron_now(format="%H:%M:%S"):
     return datetime.now().strftime(format)
 '''
 
+_NOT_MIGRATED = '''
+class NotMigrated:
+    """Stands in for a torch_xla name where torch_xla is not installed: the program starts,
+    and code marked TODO(neuron-migrate) that still uses the name raises, saying what to do."""
+
+    def __init__(self, *todo):
+        self.todo = todo
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotImplementedError("neuron-migrate " + "; ".join(self.todo))
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError("neuron-migrate " + "; ".join(self.todo))
+'''
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
@@ -345,6 +363,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
         Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
         Helper("neuron_now", _NOW, ()),
+        Helper(STAND_IN, _NOT_MIGRATED, ()),
     )
 }
 

@@ -42,6 +42,13 @@ from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.codemod.scopes import Region, Scopes
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
+from neuron_migrate.rewrite.codemod.stand_ins import (
+    Bound,
+    bound_names,
+    is_stand_in_try,
+    stand_in_try,
+    with_handler,
+)
 from neuron_migrate.rewrite.codemod.statements import (
     StatementCleanup,
     deleted,
@@ -53,8 +60,9 @@ from neuron_migrate.rewrite.codemod.transforms.launch import (
     DEVICE_LOADER_SPARE,
     device_loader_source,
 )
+from neuron_migrate.rewrite.leftovers import IMPORT_MARKERS
 from neuron_migrate.ruleset import Rule, RuleSet
-from neuron_migrate.scan.analyzer.availability import IMPORT_ERRORS
+from neuron_migrate.scan.analyzer.availability import IMPORT_ERRORS, STAND_IN
 
 GUARD_RULE = "NM198"
 # Why a torch_xla import stays: its module is used, only tested by a guard, or nothing says.
@@ -279,9 +287,17 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         import_lines: Sequence[int] = (),
         outcomes: list[Outcome] | None = None,
         unused_lines: frozenset[int] = frozenset(),
+        stand_in: str | None = None,
     ) -> None:
         super().__init__()
         self.unused_lines = unused_lines
+        # The class a kept import's names are bound to where torch_xla is missing (None: the
+        # file's own code takes its name, and kept imports stay as they are).
+        self.stand_in = stand_in
+        self.stood_in = False  # whether the module binds a name to it
+        self.stand_in_tries: list[tuple[int, int]] = []  # (try, its body) by id, entered
+        # What the import lines in a stand-in `try` still bind, by the try's id.
+        self.still_bound: dict[int, list[Bound]] = {}
         self.ruleset = ruleset
         # The lines torch_xla import statements start on, sorted: where a marker's site is.
         self.import_lines = import_lines
@@ -328,6 +344,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         return module.with_changes(header=header)
 
     def visit_Try(self, node: cst.Try) -> None:
+        if self.stand_in and is_stand_in_try(node, self.stand_in):
+            # its imports are settled as unguarded ones are; `leave_Try` writes it again
+            self.stand_in_tries.append((id(node), id(node.body)))
+            self.still_bound[id(node)] = []
+            return
         if same_arms(node):
             self.same_arms.add(id(node))  # its imports settle as unguarded ones do
             return
@@ -341,6 +362,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
     def leave_Try(
         self, original: cst.Try, updated: cst.Try
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        if self.stand_in_tries and self.stand_in_tries[-1][0] == id(original):
+            self.stand_in_tries.pop()
+            return self._stand_in_settled(original, updated, self.still_bound.pop(id(original)))
         if id(original) in self.collapsing:
             return cst.FlattenSentinel(collapsed(updated, self._read))
         if id(original) in self.same_arms:
@@ -379,6 +403,58 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
 
     def _guarded(self) -> bool:
         return any(block in self.guarded_bodies for block in self.blocks)
+
+    def _in_stand_in_try(self) -> int | None:
+        """The id of the stand-in `try` whose block the current line is in, if any."""
+        if self.stand_in_tries and self.blocks and self.blocks[-1] == self.stand_in_tries[-1][1]:
+            return self.stand_in_tries[-1][0]
+        return None
+
+    def _todos(self, names: list[Bound]) -> list[tuple[str, list[str]]]:
+        """For each (local, qualified) name, the rules and advice of the sites left for a person
+        that use it ("NM116: call ..."), in the order of their lines."""
+        left = sorted(
+            (o for o in self.outcomes if o.status != "rewritten" and o.code not in IMPORT_MARKERS),
+            key=lambda o: o.line,
+        )
+        out = []
+        for local, qualname, _ in names:
+            codes = dict.fromkeys(
+                o.code for o in left if o.api == qualname or o.api.startswith(qualname + ".")
+            )
+            rules = [self.ruleset.get(code) for code in codes or ["NM100"]]
+            out.append((local, [f"{rule.code}: {rule.manual}" for rule in rules]))
+        return out
+
+    def _stands_in(self, line: cst.BaseStatement) -> list[Bound] | None:
+        """The names of a kept line of imports that a stand-in can bind, or None: a line of
+        torch_xla API modules only (not a side-effect import: what it registers is missing
+        either way), outside any guard."""
+        if self.stand_in is None or self._guarded():
+            return None
+        names = bound_names(line)
+        if names is None:
+            return None
+        for bound in names:
+            rule = self.ruleset.for_import(bound.imported)
+            if rule is not None and rule.code != "NM100":
+                return None
+        return names
+
+    def _stand_in_settled(
+        self, original: cst.Try, updated: cst.Try, names: list[Bound]
+    ) -> cst.BaseStatement:
+        """A stand-in `try` after its imports were settled: gone with them, or its handler
+        written for the names still kept."""
+        assert self.stand_in is not None
+        if not names:
+            line = cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
+            self._drop_header_markers |= bool(self.already_above(original))
+            return deleted(_without_import_markers(line))
+        self.stood_in = True
+        marker = self.ruleset.get("NM100").marker()
+        settled = with_handler(updated, self.stand_in, self._todos(names))
+        return with_comments(settled, [marker], self.already_above(original))
 
     def _used(self, module: str, local: str) -> bool:
         rule = self.ruleset.for_import(module)
@@ -472,6 +548,14 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return line
         self._record(code, original, line)
         marker = self.ruleset.get(code).marker()
+        if code == "NM100" and (names := self._stands_in(line)) is not None:
+            inside = self._in_stand_in_try()
+            if inside is not None:  # the `try` around it is written again when it is left
+                self.still_bound[inside].extend(names)
+                return line
+            self.stood_in = True
+            stood_in = stand_in_try(line, self.stand_in, self._todos(names))  # type: ignore[arg-type]
+            return with_comments(stood_in, [marker], self.already_above(original))
         return with_comments(line, [marker], self.already_above(original))
 
     def _record(self, code: str, original: cst.BaseStatement, line: cst.BaseStatement) -> None:
@@ -700,7 +784,8 @@ def clean_imports(
     import_lines: Sequence[int] = (),
     outcomes: list[Outcome] | None = None,
     unused_lines: frozenset[int] = frozenset(),
-) -> cst.Module:
+    stand_in: str | None = None,
+) -> tuple[cst.Module, bool]:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
     `xla_mentions`: where the source says torch_xla; `imported`: the names the imports bind,
@@ -710,7 +795,10 @@ def clean_imports(
     the side-effect ones (`import torch_xla.distributed.xla_backend`) bind; `left`: the codes of
     the rules with a site the rule pass left as it was; `import_lines`: the sorted lines the
     torch_xla import statements start on; `outcomes`: where each marked import is recorded;
-    `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them)."""
+    `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them);
+    `stand_in`: the class a kept import's names are bound to where torch_xla is missing
+    (`stand_ins`), None to keep such imports as they are. Also says whether the module binds a
+    name to the stand-in (the helper class is then added to the file)."""
     usage = _Usage(module, extents, source, printer, made_from)
     usage.cover(imported)
     cleanup = ImportCleanup(
@@ -724,8 +812,9 @@ def clean_imports(
         import_lines,
         outcomes,
         unused_lines,
+        stand_in,
     )
-    return module.visit(cleanup)
+    return module.visit(cleanup), cleanup.stood_in
 
 
 # -- additions --------------------------------------------------------------------------------
@@ -883,19 +972,26 @@ def add_imports_and_helpers(module: cst.Module, ctx: FileContext) -> cst.Module:
     if index < len(body) and not _is_import_line(body[index]):
         body[index] = _blank_lines_above(body[index], 1)
     body[index:index] = new
-    if helpers:
-        names = [name for name in sorted(ctx.helpers) if name not in taken]
-        at = _after_top_imports(body, index + len(new), names)
-        made: list[cst.BaseStatement] = []
-        for source in helpers:
-            parsed = _parsed_module(source).body
-            made.extend([parsed[0].with_changes(leading_lines=[_blank(), _blank()]), *parsed[1:]])
-        if at < len(body):
-            body[at] = _blank_lines_above(body[at], 2)
-        if at == 0:  # nothing above the helpers: no blank lines to start the file
-            made[0] = made[0].with_changes(leading_lines=[])
-        body[at:at] = made
+    names = [name for name in sorted(ctx.helpers) if name not in taken]
+    # The stand-in class goes right above the first kept torch_xla import that needs it (it is
+    # called when that import fails), the others after all the imports at the top.
+    groups = [[n for n in names if n != STAND_IN], [n for n in names if n == STAND_IN]]
+    places = [(_after_top_imports(body, index + len(new), group), group) for group in groups]
+    for at, group in sorted((place for place in places if place[1]), reverse=True):
+        _insert_helpers(body, at, [HELPERS[name] for name in group])
     return module.with_changes(body=body)
+
+
+def _insert_helpers(body: list[cst.BaseStatement], at: int, sources: list[str]) -> None:
+    made: list[cst.BaseStatement] = []
+    for source in sources:
+        parsed = _parsed_module(source).body
+        made.extend([parsed[0].with_changes(leading_lines=[_blank(), _blank()]), *parsed[1:]])
+    if at < len(body):
+        body[at] = _blank_lines_above(body[at], 2)
+    if at == 0:  # nothing above the helpers: no blank lines to start the file
+        made[0] = made[0].with_changes(leading_lines=[])
+    body[at:at] = made
 
 
 def _blank_lines_above(statement: cst.BaseStatement, blanks: int) -> cst.BaseStatement:

@@ -13,6 +13,9 @@ import ast
 from collections.abc import Iterable, Sequence
 
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# The class the rewrite binds a kept torch_xla name to where torch_xla is missing
+# (`except ImportError: xm = NotMigrated(...)`, `rewrite.codemod.stand_ins`): a placeholder.
+STAND_IN = "NotMigrated"
 
 
 def is_torch_xla_import(node: ast.stmt) -> bool:

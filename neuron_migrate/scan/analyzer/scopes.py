@@ -10,7 +10,8 @@ the enclosing scope.
 Each name resolves to a set of meanings. One imported qualified name is a clean resolution;
 several (``from a import f`` in one branch, ``def f`` in another) make the name *ambiguous*: it
 is reported, never rewritten. ``x = None`` -- the usual placeholder in
-``try: import torch_xla ... except ImportError: xm = None`` -- adds no meaning.
+``try: import torch_xla ... except ImportError: xm = None`` -- adds no meaning, nor does the
+rewrite's own ``xm = NotMigrated(...)`` there.
 
 The scan and the codemod share this model; nothing else resolves names.
 """
@@ -18,6 +19,7 @@ The scan and the codemod share this model; nothing else resolves names.
 import ast
 from typing import NamedTuple
 
+from neuron_migrate.scan.analyzer.availability import STAND_IN
 from neuron_migrate.scan.analyzer.memo import Memo
 
 # How a report names the meaning of a binding that is not an import (a def, a class, a
@@ -191,6 +193,14 @@ def _is_availability_test(test: ast.expr) -> bool:
         if "xla" in lowered or "neuron" in lowered or "tpu" in lowered:
             return True
     return False
+
+
+def _stands_in(value: ast.expr) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == STAND_IN
+    )
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:
@@ -453,6 +463,8 @@ class _Builder:
             value = parent.value
             if isinstance(value, ast.Constant) and value.value is None:
                 binding.kind = "none"
+            elif _stands_in(value):
+                binding.kind = "none"  # the rewrite's `except ImportError: xm = NotMigrated(...)`
             elif isinstance(value, (ast.Name, ast.Attribute)):
                 binding.kind = "alias"
                 binding.alias_of = value
