@@ -318,6 +318,13 @@ def neuron_now(format="%H:%M:%S"):
     return datetime.now().strftime(format)
 '''
 
+_DEVICE_TYPE = '''
+def neuron_device_type():
+    """The device type torch_xla's runtime reported: NEURON where the neuron device is, else
+    CPU (xr.device_type)."""
+    return "NEURON" if hasattr(torch, "neuron") and torch.neuron.is_available() else "CPU"
+'''
+
 _NOT_MIGRATED = '''
 class NotMigrated:
     """Stands in for a torch_xla name where torch_xla is not installed: the program starts,
@@ -364,6 +371,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
         Helper("neuron_now", _NOW, ()),
         Helper(STAND_IN, _NOT_MIGRATED, ()),
+        Helper("neuron_device_type", _DEVICE_TYPE),
     )
 }
 

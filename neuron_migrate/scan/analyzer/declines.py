@@ -359,6 +359,8 @@ def helper_call(rule: Rule, site: Site) -> str:
     rewrite = rule.rewrite
     assert rewrite is not None
     called = (site.qualname or "").rpartition(".")[2]
+    if rewrite.option(called) is None and rewrite.option("helper") is None:
+        return "no helper for this function of the rule: a person decides"
     own = rewrite.option(f"{called}.params")
     params = tuple(own.split()) if own else rewrite.params
     if not params:

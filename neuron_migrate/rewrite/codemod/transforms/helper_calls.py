@@ -44,8 +44,12 @@ def helper_call(t: CallTarget) -> cst.BaseExpression | None:
 
 
 def _without_argument(call: cst.Call, value: cst.BaseExpression) -> cst.Call:
-    """`call` without the argument whose value is `value` (its last comma goes with it)."""
+    """`call` without the argument whose value is `value` (its last comma goes with it; the
+    line break before `)` stays when the last argument goes)."""
     args = [arg for arg in call.args if arg.value is not value]
     if args:
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        changes: dict[str, object] = {"comma": cst.MaybeSentinel.DEFAULT}
+        if call.args[-1].value is value:
+            changes["whitespace_after_arg"] = call.args[-1].whitespace_after_arg
+        args[-1] = args[-1].with_changes(**changes)
     return call.with_changes(args=args)
