@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from neuron_migrate.ruleset import load_ruleset
+
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -70,6 +72,8 @@ PROGRAMS_UNDER_TEST = [
     Program("legacy_trace", "torchrun", complete=True),
     Program("eval_collective", "torchrun", complete=True),
     Program("nested_guards", "torchrun", complete=True),
+    # a memory query left for a person (NM116) that only --profile reaches
+    Program("mnist_flags", "spawn", args=("--metrics-debug",)),
 ]
 
 
@@ -230,3 +234,22 @@ def test_suite_conversion_is_at_least_95_percent(suite_applied: tuple[Path, dict
     rewrite's summary: `--apply` counts what a diff would)."""
     _tree, summary = suite_applied
     assert summary["conversion_percent"] >= 95.0, summary["rules"]
+
+
+def test_a_site_left_for_a_person_stops_nothing_until_it_is_reached(tmp_path: Path) -> None:
+    """mnist_flags keeps one site for a person, a memory query under --profile. Where torch_xla
+    is missing (the simulated device has none) the program runs like the original without
+    the flag (the suite above); with it, the site raises, naming its rule and advice. The
+    report counts the site as left, and as one that raises if reached; none stops the
+    program at start."""
+    program = Program("mnist_flags", "spawn", args=("--profile",))
+    tree, summary = _migrate(tmp_path, program)
+    assert summary["stop_at_start"] == 0 and summary["need_torch_xla"] == [], summary
+    assert summary["raise_if_reached"] == 1 and summary["left_for_person"] >= 1, summary
+    source = (tree / "train.py").read_text()
+    assert "TODO(neuron-migrate NM116)" in source
+    done = _migrated_run(tree, program, 1)
+    advice = load_ruleset().get("NM116").manual
+    assert done.returncode != 0
+    assert f"NotImplementedError: neuron-migrate NM116: {advice}" in done.stderr, done.stderr
+    assert "step 5 loss" in done.stdout  # it ran up to the site

@@ -7,9 +7,15 @@ semantics these programs rely on (gradients averaged by optimizer_step, barriers
 exchange), written for the tests.
 """
 
+import types
+
 import torch
 
 from torch_xla import runtime  # noqa: F401
+from torch_xla.debug import metrics as _metrics
+
+# The C++ binding; only the metrics report, which met.metrics_report returns.
+_XLAC = types.SimpleNamespace(_xla_metrics_report=_metrics.metrics_report)
 
 
 def device(index=None):

@@ -13,3 +13,8 @@ def global_ordinal():
 
 def local_ordinal():
     return int(os.environ.get("LOCAL_RANK", 0))
+
+
+def device_type():
+    """The reference is the program on a machine with Neuron devices."""
+    return "NEURON"
