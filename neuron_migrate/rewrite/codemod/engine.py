@@ -224,6 +224,7 @@ def _rewrite(
         ctx.outcomes,
         frozenset(site.line for site in index.imports if not site.used),
         stand_in,
+        frozenset(site.qualname for site in index.imports if site.qualname),
     )
     if stood_in:
         use_helper(ctx, STAND_IN)

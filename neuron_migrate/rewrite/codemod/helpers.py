@@ -328,18 +328,21 @@ def neuron_device_type():
 _NOT_MIGRATED = '''
 class NotMigrated:
     """Stands in for a torch_xla name where torch_xla is not installed: the program starts,
-    and code marked TODO(neuron-migrate) that still uses the name raises, saying what to do."""
+    and code marked TODO(neuron-migrate) that still uses the name raises, saying what to do
+    (for the attribute it reads, when the advice is given by attribute)."""
 
-    def __init__(self, *todo):
-        self.todo = todo
+    def __init__(self, *todo, **todo_by_attribute):
+        self.todo = "; ".join([*todo, *todo_by_attribute.values()])
+        self.todo_by_attribute = todo_by_attribute
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("__") or name.startswith("todo"):
             raise AttributeError(name)
-        raise NotImplementedError("neuron-migrate " + "; ".join(self.todo))
+        todo = self.todo_by_attribute.get(name, self.todo)
+        raise NotImplementedError(f"neuron-migrate {todo}")
 
     def __call__(self, *args, **kwargs):
-        raise NotImplementedError("neuron-migrate " + "; ".join(self.todo))
+        raise NotImplementedError(f"neuron-migrate {self.todo}")
 '''
 
 HELPERS: dict[str, Helper] = {

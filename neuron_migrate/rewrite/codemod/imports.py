@@ -44,7 +44,9 @@ from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatem
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.rewrite.codemod.stand_ins import (
     Bound,
+    Todos,
     bound_names,
+    defines,
     is_stand_in_try,
     stand_in_try,
     with_handler,
@@ -288,13 +290,16 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         outcomes: list[Outcome] | None = None,
         unused_lines: frozenset[int] = frozenset(),
         stand_in: str | None = None,
+        bound: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
+        self.bound = bound  # what the torch_xla imports' names name (`torch_xla.runtime`)
         self.unused_lines = unused_lines
         # The class a kept import's names are bound to where torch_xla is missing (None: the
         # file's own code takes its name, and kept imports stay as they are).
         self.stand_in = stand_in
         self.stood_in = False  # whether the module binds a name to it
+        self.dropped_stand_in = False  # whether a stand-in `try` went with its imports
         self.stand_in_tries: list[tuple[int, int]] = []  # (try, its body) by id, entered
         # What the import lines in a stand-in `try` still bind, by the try's id.
         self.still_bound: dict[int, list[Bound]] = {}
@@ -332,6 +337,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         self._drop_header_markers = False
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if self.dropped_stand_in and not self.stood_in:
+            # the last stand-in went: so does the class an earlier run added for it
+            assert self.stand_in is not None
+            body = [stmt for stmt in updated.body if not defines(stmt, self.stand_in)]
+            updated = updated.with_changes(body=body)
         module = super().leave_Module(original, updated)
         if not self._drop_header_markers:
             return module
@@ -410,21 +420,39 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return self.stand_in_tries[-1][0]
         return None
 
-    def _todos(self, names: list[Bound]) -> list[tuple[str, list[str]]]:
-        """For each (local, qualified) name, the rules and advice of the sites left for a person
-        that use it ("NM116: call ..."), in the order of their lines."""
+    def _todos(self, names: list[Bound]) -> Todos:
+        """For each name, the rules and advice of the sites left for a person that read it
+        ("NM116: call ..."), in the order of their lines: those of the name itself, then by the
+        attribute read from it (`mark_step` of `xm`)."""
         left = sorted(
             (o for o in self.outcomes if o.status != "rewritten" and o.code not in IMPORT_MARKERS),
             key=lambda o: o.line,
         )
-        out = []
-        for local, qualname, _ in names:
-            codes = dict.fromkeys(
-                o.code for o in left if o.api == qualname or o.api.startswith(qualname + ".")
-            )
-            rules = [self.ruleset.get(code) for code in codes or ["NM100"]]
-            out.append((local, [f"{rule.code}: {rule.manual}" for rule in rules]))
+
+        def through(api: str) -> str:
+            """The import name a site's API is read through: the longest that holds it."""
+            holding = [q for q in self.bound if api == q or api.startswith(q + ".")]
+            return max(holding, key=len, default="")
+
+        out: Todos = []
+        for local, qualname, imported in names:
+            codes: dict[str | None, dict[str, None]] = {}
+            for o in left:
+                if through(o.api) not in (qualname, imported):
+                    continue
+                attribute = o.api[len(qualname) + 1 :].partition(".")[0] or None
+                codes.setdefault(attribute, {})[o.code] = None
+            if not codes:
+                codes[None] = {"NM100": None}
+            arguments = [
+                (attribute, "; ".join(self._advice(code) for code in found))
+                for attribute, found in sorted(codes.items(), key=lambda item: item[0] is not None)
+            ]
+            out.append((local, arguments))
         return out
+
+    def _advice(self, code: str) -> str:
+        return f"{code}: {self.ruleset.get(code).manual}"
 
     def _stands_in(self, line: cst.BaseStatement) -> list[Bound] | None:
         """The names of a kept line of imports that a stand-in can bind, or None: a line of
@@ -448,6 +476,7 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         written for the names still kept."""
         assert self.stand_in is not None
         if not names:
+            self.dropped_stand_in = True
             line = cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
             self._drop_header_markers |= bool(self.already_above(original))
             return deleted(_without_import_markers(line))
@@ -785,6 +814,7 @@ def clean_imports(
     outcomes: list[Outcome] | None = None,
     unused_lines: frozenset[int] = frozenset(),
     stand_in: str | None = None,
+    bound: frozenset[str] = frozenset(),
 ) -> tuple[cst.Module, bool]:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
@@ -797,8 +827,9 @@ def clean_imports(
     torch_xla import statements start on; `outcomes`: where each marked import is recorded;
     `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them);
     `stand_in`: the class a kept import's names are bound to where torch_xla is missing
-    (`stand_ins`), None to keep such imports as they are. Also says whether the module binds a
-    name to the stand-in (the helper class is then added to the file)."""
+    (`stand_ins`), None to keep such imports as they are; `bound`: what the names the torch_xla
+    imports bind name (`torch_xla.core.xla_model` for `xm`), to tell which a site reads. Also
+    says whether the module binds a name to the stand-in (the helper class is then added)."""
     usage = _Usage(module, extents, source, printer, made_from)
     usage.cover(imported)
     cleanup = ImportCleanup(
@@ -813,6 +844,7 @@ def clean_imports(
         outcomes,
         unused_lines,
         stand_in,
+        bound,
     )
     return module.visit(cleanup), cleanup.stood_in
 

@@ -5,7 +5,7 @@ missing: the program starts, and that code raises when it runs, naming its rule 
     try:
         import torch_xla.core.xla_model as xm
     except ImportError:
-        xm = NotMigrated("NM116: call torch.neuron.synchronize(), then read ...")
+        xm = NotMigrated(get_memory_info="NM116: call torch.neuron.synchronize(), then ...")
 
 `NotMigrated` is a helper class added to the file (`helpers.py`). The `try` is the import pass's
 own shape: a later run finds it (`is_stand_in_try`), settles the import inside as it settles an
@@ -14,7 +14,6 @@ its import. The scan reads the handler's assignments as placeholders (`scopes`),
 `xm = None`.
 """
 
-from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import libcst as cst
@@ -22,9 +21,6 @@ import libcst as cst
 from neuron_migrate.rewrite.codemod.collapse import real_statements
 from neuron_migrate.rewrite.codemod.names import dotted
 from neuron_migrate.rewrite.codemod.skeleton import OpaqueStatement
-from neuron_migrate.scan.analyzer.availability import STAND_IN
-
-__all__ = ["STAND_IN", "Bound", "bound_names", "is_stand_in_try", "stand_in_try", "with_handler"]
 
 
 def _torch_xla(module: str) -> bool:
@@ -78,13 +74,18 @@ def bound_names(line: cst.BaseStatement) -> list[Bound] | None:
     return out or None
 
 
-def _handler_todos(handler: cst.ExceptHandler, stand_in: str) -> list[tuple[str, list[str]]] | None:
-    """What a stand-in handler binds: each name with the texts it gives the stand-in; None when
-    the handler is not one."""
+# What a stand-in is given: per name, its arguments, (None, advice) for the name itself and
+# (attribute, advice) for an attribute read from it: `xm = NotMigrated(mark_step="NM104: ...")`.
+Todos = list[tuple[str, list[tuple[str | None, str]]]]
+
+
+def _handler_todos(handler: cst.ExceptHandler, stand_in: str) -> Todos | None:
+    """What a stand-in handler binds: each name with what it gives the stand-in; None when the
+    handler is not one."""
     kind = handler.type
     if handler.name is not None or not isinstance(kind, cst.Name) or kind.value != "ImportError":
         return None
-    todos = []
+    todos: Todos = []
     body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else ()
     # the handler holds no torch_xla: its lines are opaque to the codemod
     for stmt in (line for opaque in body for line in real_statements(opaque)):
@@ -98,17 +99,19 @@ def _handler_todos(handler: cst.ExceptHandler, stand_in: str) -> list[tuple[str,
             and small.value.func.value == stand_in
         ):
             return None
-        todos.append((small.targets[0].target.value, [_text(arg) for arg in small.value.args]))
+        todos.append((small.targets[0].target.value, [_argument(arg) for arg in small.value.args]))
     return todos or None
 
 
-def _text(arg: cst.Arg) -> str:
-    """A plain string argument's text ("" for anything else: a handler a person edited)."""
+def _argument(arg: cst.Arg) -> tuple[str | None, str]:
+    """A stand-in's argument: its keyword and text ("" for anything but a plain string: a
+    handler a person edited, written again)."""
+    keyword = arg.keyword.value if arg.keyword is not None else None
     value = arg.value
-    if arg.keyword is None and not arg.star and isinstance(value, cst.SimpleString):
+    if not arg.star and isinstance(value, cst.SimpleString):
         text = value.evaluated_value
-        return text if isinstance(text, str) else ""
-    return ""
+        return keyword, text if isinstance(text, str) else ""
+    return keyword, ""
 
 
 def is_stand_in_try(node: cst.Try, stand_in: str) -> bool:
@@ -122,7 +125,7 @@ def is_stand_in_try(node: cst.Try, stand_in: str) -> bool:
     )
 
 
-def _handler(stand_in: str, todos: Iterable[tuple[str, Sequence[str]]]) -> cst.ExceptHandler:
+def _handler(stand_in: str, todos: Todos) -> cst.ExceptHandler:
     lines = [
         cst.SimpleStatementLine(
             body=[
@@ -130,12 +133,24 @@ def _handler(stand_in: str, todos: Iterable[tuple[str, Sequence[str]]]) -> cst.E
                     targets=[cst.AssignTarget(target=cst.Name(name))],
                     value=cst.Call(
                         func=cst.Name(stand_in),
-                        args=[cst.Arg(cst.SimpleString(_quoted(text))) for text in texts],
+                        args=[
+                            cst.Arg(
+                                cst.SimpleString(_quoted(text)),
+                                keyword=cst.Name(keyword) if keyword else None,
+                                equal=cst.AssignEqual(
+                                    whitespace_before=cst.SimpleWhitespace(""),
+                                    whitespace_after=cst.SimpleWhitespace(""),
+                                )
+                                if keyword
+                                else cst.MaybeSentinel.DEFAULT,
+                            )
+                            for keyword, text in arguments
+                        ],
                     ),
                 )
             ]
         )
-        for name, texts in todos
+        for name, arguments in todos
     ]
     return cst.ExceptHandler(body=cst.IndentedBlock(body=lines), type=cst.Name("ImportError"))
 
@@ -146,11 +161,9 @@ def _quoted(text: str) -> str:
     return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
 
 
-def stand_in_try(
-    line: cst.BaseStatement, stand_in: str, todos: Iterable[tuple[str, Sequence[str]]]
-) -> cst.Try:
+def stand_in_try(line: cst.BaseStatement, stand_in: str, todos: Todos) -> cst.Try:
     """`line` (a line of torch_xla imports) in a `try` whose handler binds each of its names
-    to a stand-in with its `todos` ("NM116: advice"); the line's leading lines go above it."""
+    to a stand-in with its `todos`; the line's leading lines go above it."""
     inner = line.with_changes(leading_lines=[])
     return cst.Try(
         body=cst.IndentedBlock(body=[inner]),
@@ -159,13 +172,18 @@ def stand_in_try(
     )
 
 
-def with_handler(
-    node: cst.Try, stand_in: str, todos: Iterable[tuple[str, Sequence[str]]]
-) -> cst.Try:
+def with_handler(node: cst.Try, stand_in: str, todos: Todos) -> cst.Try:
     """A stand-in `try` with its handler written for `todos`; as it is (its layout kept) when
     it says that already."""
-    todos = [(name, list(texts)) for name, texts in todos]
     old = node.handlers[0]
     if _handler_todos(old, stand_in) == todos:
         return node
     return node.with_changes(handlers=[old.with_changes(body=_handler(stand_in, todos).body)])
+
+
+def defines(statement: cst.BaseStatement, name: str) -> bool:
+    """Whether a top-level statement is the definition of class `name`."""
+    if isinstance(statement, cst.ClassDef):
+        return statement.name.value == name
+    headers = getattr(statement, "headers", None)  # an opaque compound statement
+    return headers is not None and name in headers.binds
