@@ -155,7 +155,9 @@ def test_an_import_in_a_function_is_kept_only_by_what_that_function_reads():
     lines = done.new.splitlines()
     kept = [i for i, line in enumerate(lines) if line.strip() == "import torch_xla"]
     assert len(kept) == 1
-    assert lines[kept[0] - 1].strip().startswith("# TODO(neuron-migrate NM100)")
+    # in the `try` that binds a stand-in where torch_xla is missing, the marker above it
+    assert lines[kept[0] - 1].strip() == "try:"
+    assert lines[kept[0] - 2].strip().startswith("# TODO(neuron-migrate NM100)")
     assert lines.index("def notebook():") < kept[0]
     assert rewrite_source(done.new).new == done.new
 
