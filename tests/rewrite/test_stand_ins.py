@@ -87,3 +87,15 @@ def test_a_site_done_by_a_person_drops_its_stand_in_and_the_last_drops_the_class
     last = rewrite_source(rest + "\n").new
     assert "import torch_xla" not in last and "NotMigrated" not in last, last
     assert rewrite_source(last).new == last
+
+
+def test_a_rewrite_of_one_line_adds_no_stand_in_and_keeps_those_it_finds():
+    """An editor's quick fix migrates one line's sites: what the other lines still need of
+    torch_xla is not its to judge, and the stand-ins an earlier run wrote stay as they are."""
+    source = FIXTURE.with_suffix(".in.py").read_text()
+    line = source.splitlines().index("    xm.mark_step()") + 1
+    fixed = rewrite_source(source, line=line).new
+    assert "NotMigrated" not in fixed and "    xm.mark_step()" not in fixed
+    migrated = rewrite_source(source).new
+    at = migrated.splitlines().index("    xm.optimizer_step(optimizer, groups=[[0, 1]])") + 1
+    assert rewrite_source(migrated, line=at).new == migrated

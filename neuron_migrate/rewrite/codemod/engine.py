@@ -225,6 +225,7 @@ def _rewrite(
         frozenset(site.line for site in index.imports if not site.used),
         stand_in,
         frozenset(site.qualname for site in index.imports if site.qualname),
+        new_stand_ins=line is None,  # one line's sites say nothing of the others'
     )
     if stood_in:
         use_helper(ctx, STAND_IN)

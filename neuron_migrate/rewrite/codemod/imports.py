@@ -291,9 +291,11 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
         unused_lines: frozenset[int] = frozenset(),
         stand_in: str | None = None,
         bound: frozenset[str] = frozenset(),
+        new_stand_ins: bool = True,
     ) -> None:
         super().__init__()
         self.bound = bound  # what the torch_xla imports' names name (`torch_xla.runtime`)
+        self.new_stand_ins = new_stand_ins  # else only those an earlier run wrote are settled
         self.unused_lines = unused_lines
         # The class a kept import's names are bound to where torch_xla is missing (None: the
         # file's own code takes its name, and kept imports stay as they are).
@@ -482,7 +484,9 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             return deleted(_without_import_markers(line))
         self.stood_in = True
         marker = self.ruleset.get("NM100").marker()
-        settled = with_handler(updated, self.stand_in, self._todos(names))
+        # (one line's rewrite knows no other line's sites: the handler stays as it was)
+        todos = self._todos(names) if self.new_stand_ins else None
+        settled = with_handler(updated, self.stand_in, todos) if todos else updated
         return with_comments(settled, [marker], self.already_above(original))
 
     def _used(self, module: str, local: str) -> bool:
@@ -582,6 +586,8 @@ class ImportCleanup(HeaderComments, StatementCleanup, PrunedTransformer):
             if inside is not None:  # the `try` around it is written again when it is left
                 self.still_bound[inside].extend(names)
                 return line
+            if not self.new_stand_ins:
+                return with_comments(line, [marker], self.already_above(original))
             self.stood_in = True
             stood_in = stand_in_try(line, self.stand_in, self._todos(names))  # type: ignore[arg-type]
             return with_comments(stood_in, [marker], self.already_above(original))
@@ -815,6 +821,7 @@ def clean_imports(
     unused_lines: frozenset[int] = frozenset(),
     stand_in: str | None = None,
     bound: frozenset[str] = frozenset(),
+    new_stand_ins: bool = True,
 ) -> tuple[cst.Module, bool]:
     """`module` (rewritten from `source`; its nodes from there have `extents`) with the
     torch_xla imports nothing uses any more removed, and those still needed marked.
@@ -828,8 +835,10 @@ def clean_imports(
     `unused_lines`: the lines of torch_xla imports the source never read (the scan reports them);
     `stand_in`: the class a kept import's names are bound to where torch_xla is missing
     (`stand_ins`), None to keep such imports as they are; `bound`: what the names the torch_xla
-    imports bind name (`torch_xla.core.xla_model` for `xm`), to tell which a site reads. Also
-    says whether the module binds a name to the stand-in (the helper class is then added)."""
+    imports bind name (`torch_xla.core.xla_model` for `xm`), to tell which a site reads;
+    `new_stand_ins`: False to settle only the stand-ins an earlier run wrote (a rewrite of one
+    line's sites does not judge the file's). Also says whether the module binds a name to the
+    stand-in (the helper class is then added)."""
     usage = _Usage(module, extents, source, printer, made_from)
     usage.cover(imported)
     cleanup = ImportCleanup(
@@ -845,6 +854,7 @@ def clean_imports(
         unused_lines,
         stand_in,
         bound,
+        new_stand_ins,
     )
     return module.visit(cleanup), cleanup.stood_in
 
