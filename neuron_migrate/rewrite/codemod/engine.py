@@ -88,12 +88,12 @@ def rewrite_source(
 
     def attempt(left: Sequence[RuledSite]) -> SourceRewrite | None:
         try:
-            return _rewrite(source, tree, sites, ruleset, unsafe, target, left)
+            return _rewrite(source, tree, sites, ruleset, unsafe, target, left, line is None)
         except _TRANSFORM_BUGS:
             return None
 
     try:
-        return _rewrite(source, tree, sites, ruleset, unsafe, target, ())
+        return _rewrite(source, tree, sites, ruleset, unsafe, target, (), line is None)
     except _TRANSFORM_BUGS:
         culprits = _culprits(
             SiteIndex(sites, ruleset, Suppressed.of(source)).ruled(),
@@ -149,8 +149,10 @@ def _rewrite(
     unsafe: bool,
     target: str | None,
     left_alone: Sequence[RuledSite],
+    whole_file: bool = True,
 ) -> SourceRewrite:
-    """One rewrite of `source`, each of `left_alone` left as it was with its rule's marker."""
+    """One rewrite of `source`, each of `left_alone` left as it was with its rule's marker;
+    `whole_file`: False when `sites` are one line's (no new stand-in is judged from them)."""
     index = SiteIndex(sites, ruleset, Suppressed.of(source))
     for ruled in left_alone:
         index.leave_alone(ruled)
@@ -225,7 +227,7 @@ def _rewrite(
         frozenset(site.line for site in index.imports if not site.used),
         stand_in,
         frozenset(site.qualname for site in index.imports if site.qualname),
-        new_stand_ins=line is None,  # one line's sites say nothing of the others'
+        new_stand_ins=whole_file,  # one line's sites say nothing of the others'
     )
     if stood_in:
         use_helper(ctx, STAND_IN)
