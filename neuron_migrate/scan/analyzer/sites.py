@@ -225,6 +225,15 @@ def _string(node: ast.expr | None) -> str | None:
     return None
 
 
+def _may_be_xla(node: ast.expr) -> bool:
+    """Whether a value known only at run time may be 'xla': not when every value it can take is
+    a string seen here (`"nccl" if cuda else "gloo"`)."""
+    if isinstance(node, ast.IfExp):
+        return _may_be_xla(node.body) or _may_be_xla(node.orelse)
+    value = _string(node)
+    return value is None or value == "xla"
+
+
 def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
     """The XLA device strings an expression may be: itself, or a branch of a conditional
     (`"xla" if use_tpu else "cpu"`)."""
@@ -890,7 +899,7 @@ class _SiteFinder:
                 self.idiom("xla-process-group", backend, "xla", guarded)
             elif isinstance(backend, ast.Name):
                 self.backend_variable(backend, guarded)
-            elif backend is not None and _string(backend) is None and self.registers_xla():
+            elif backend is not None and _may_be_xla(backend) and self.registers_xla():
                 # `args.dist_backend`, `cfg["backend"]`: known only at run time, in a module that
                 # registers the 'xla' backend; a person says which backend runs
                 self.idiom("xla-process-group", backend, "xla", guarded)
@@ -945,7 +954,9 @@ class _SiteFinder:
         if "xla" not in [_string(s) for s in strings]:
             # a value known only at run time (a parameter, a read): it may be XLA's when the
             # module registers the 'xla' backend
-            if None in strings and self.registers_xla():
+            values = [_assigned_value(b.node, self.model.parents) for b in bindings]
+            unknown = any(v is None or _may_be_xla(v) for v in values)
+            if None in strings and unknown and self.registers_xla():
                 self.idiom("xla-process-group", name, "xla", guarded)
             return
         string = strings[0]
