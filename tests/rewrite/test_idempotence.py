@@ -53,6 +53,12 @@ CASES = {
         "def main(loader, device='xla'):\n    dist.init_process_group(device)\n"
         "    return pl.MpDeviceLoader(loader, device)\n"
     ),
+    # indented by two spaces (pytorch/xla's style): the helpers and the stand-in class are
+    # written so, and the next run knows them as its own
+    "two-space indentation, a helper and a kept import": (
+        "import torch\nimport torch_xla.core.xla_model as xm\n\n\ndef train(model, opt):\n"
+        "  if model.training:\n    print(xm.get_memory_info(model))\n  xm.optimizer_step(opt)\n"
+    ),
 }
 
 

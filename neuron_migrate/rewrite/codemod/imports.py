@@ -79,8 +79,17 @@ HELPERS = {
 
 def own_helpers(taken: set[str], source: str) -> frozenset[str]:
     """The helpers a file already holds (a second run), as against its own classes that have a
-    helper's name: those hold the helper's source verbatim."""
-    return frozenset(name for name in HELPERS if name in taken and HELPERS[name].strip() in source)
+    helper's name: those hold the helper's source verbatim, but for its indentation (a file
+    indented by two spaces gets its helpers so)."""
+    names = [name for name in HELPERS if name in taken]
+    if not names:
+        return frozenset()
+    lines = _unindented(source)
+    return frozenset(name for name in names if _unindented(HELPERS[name].strip()) in lines)
+
+
+def _unindented(text: str) -> str:
+    return "\n".join(line.strip() for line in text.splitlines())
 
 
 # The libraries whose imports this pass settles, and the rule of a plain import of each. A
