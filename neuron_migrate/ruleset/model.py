@@ -41,7 +41,8 @@ class Match(NamedTuple):
 
 # A template's `{param}` holes, and the form of a template that only renames the callee.
 TEMPLATE_HOLE = re.compile(r"\{(\w+)\}")
-TEMPLATE_RENAME = re.compile(r"^[A-Za-z_][\w.]*(\{name\}[\w]*)?$")
+# A dotted name renames the callee; a constant (`True`) is the call's value instead.
+TEMPLATE_RENAME = re.compile(r"^(?!(?:True|False|None)$)[A-Za-z_][\w.]*(\{name\}[\w]*)?$")
 
 
 class Rewrite(NamedTuple):
