@@ -14,6 +14,10 @@ written for xmp.spawn / torch_xla.launch is the reference with two spawned
 processes, as it would run on a machine with two devices; a torchrun program runs under
 torchrun. Losses must agree within LOSS_RTOL / LOSS_ATOL (float32 on both sides; the reduction
 order of the all-reduce is the only difference).
+
+A program that prints `WEIGHTS rank=R sum=S` on every rank (a checksum of its final weights) is
+checked for what data parallelism promises: every rank ends with the same weights, and they are
+the reference's. A rank whose gradients were never averaged prints a sum of its own.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ TIMEOUT_S = 300
 RANKINFO = re.compile(r"RANKINFO rank=(\d+) world=(\d+)")
 LOSS = re.compile(r"step (\d+) loss (-?\d+\.\d+)")
 MASTER = re.compile(r"MASTER[^\n]*")
+WEIGHTS = re.compile(r"WEIGHTS rank=(\d+) sum=(-?\d+\.\d+)")
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,13 @@ PROGRAMS_UNDER_TEST = [
     Program("nested_guards", "torchrun", complete=True),
     # a memory query left for a person (NM116) that only --profile reaches
     Program("mnist_flags", "spawn", args=("--metrics-debug",)),
+    Program("spawn_optional_ddp", "spawn", complete=True),
+    Program("spawn_optional_ddp", "spawn", ("--ddp",), complete=True),
 ]
+
+
+def _program_id(program: Program) -> str:
+    return "+".join([program.name, *(arg.lstrip("-") for arg in program.args)])
 
 
 def _free_port() -> int:
@@ -171,6 +182,21 @@ def _check(done, reference, processes: int) -> None:
     assert [s for s, _ in got] == [s for s, _ in want] and want, said
     for (step, value), (_, expected) in zip(got, want, strict=True):
         assert value == pytest.approx(expected, rel=LOSS_RTOL, abs=LOSS_ATOL), (step, said)
+    _check_weights(done.stdout, reference.stdout, processes, said)
+
+
+def _check_weights(output: str, reference: str, processes: int, said: str) -> None:
+    """Every rank's weights equal, and equal to the reference's (when the program says them)."""
+    want = {int(rank): float(value) for rank, value in WEIGHTS.findall(reference)}
+    if not want:
+        return
+    assert sorted(want) == list(range(processes)), reference
+    assert max(want.values()) - min(want.values()) <= LOSS_ATOL, ("reference ranks differ", want)
+    got = {int(rank): float(value) for rank, value in WEIGHTS.findall(output)}
+    assert sorted(got) == list(range(processes)), said
+    expected = want[0]
+    for rank, value in sorted(got.items()):
+        assert value == pytest.approx(expected, rel=LOSS_RTOL, abs=LOSS_ATOL), (rank, got, said)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +219,7 @@ def migrated(
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-@pytest.mark.parametrize("program", PROGRAMS_UNDER_TEST, ids=lambda p: p.name)
+@pytest.mark.parametrize("program", PROGRAMS_UNDER_TEST, ids=_program_id)
 def test_migrated_program_runs_like_the_original(
     tmp_path: Path, program: Program, processes: int, migrated
 ) -> None:
