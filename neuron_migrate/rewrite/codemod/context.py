@@ -197,6 +197,11 @@ class FileContext:
     unwrapped_steps: frozenset[int] = frozenset()  # see beside_plain_steps
     # A spawn of the file is left for a person: the script is not yet launched by torchrun.
     spawn_kept: bool = False
+    # A converted spawn creates the process group: the file's own init_process_group calls
+    # become idempotent (`own_inits.py`).
+    makes_process_group: bool = False
+    # A DDP / FSDP2 wrap of the file runs on some paths only (`wrapped.py`).
+    wraps_conditionally: bool = False
 
     def alias(self, module: str) -> str:
         """The local name for `module` ("os", "torch", "dist", "torch_neuronx")."""
@@ -221,7 +226,10 @@ class FileContext:
         return renames
 
     def wraps_model(self) -> bool:
-        return any(q in MODEL_WRAPPERS for q in self.call_qualnames.values())
+        """Whether DDP / FSDP2 reduces the gradients on every path the file's wraps are on."""
+        return not self.wraps_conditionally and any(
+            q in MODEL_WRAPPERS for q in self.call_qualnames.values()
+        )
 
     def qualname_of_call(self, call: cst.Call) -> str | None:
         try:

@@ -19,12 +19,14 @@ from neuron_migrate.rewrite.codemod.imports import (
 )
 from neuron_migrate.rewrite.codemod.left_markers import left_markers, marker_codes
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
+from neuron_migrate.rewrite.codemod.own_inits import guard_own_inits, init_lines
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
 from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
+from neuron_migrate.rewrite.codemod.wrapped import wraps_on_some_paths_only
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.analyzer.availability import (
     STAND_IN,
@@ -56,6 +58,12 @@ class SourceRewrite:
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
+
+
+def _launches(index: SiteIndex, ruleset: RuleSet) -> bool:
+    """Whether the file calls xmp.spawn / torch_xla.launch (NM401's names)."""
+    launchers = frozenset(ruleset.get("NM401").match.qualnames)
+    return not launchers.isdisjoint(index.call_qualnames.values())
 
 
 def _spawn_kept(outcomes: list[Outcome]) -> bool:
@@ -163,7 +171,10 @@ def _rewrite(
     xla_mentions = text.occurrences("torch_xla|neuronx_distributed|torch_neuronx")
     # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they
     # were, never entered by the passes below.
-    module, where = parse_printed(source, tree, index.lines(), xla_mentions.lines())
+    site_lines = index.lines()
+    if _launches(index, ruleset):  # its own init_process_group calls may be guarded
+        site_lines |= init_lines(index.call_qualnames)
+    module, where = parse_printed(source, tree, site_lines, xla_mentions.lines())
     top_level = frozenset(module.body)
     bindings, taken = module_bindings(module)
     ctx = FileContext(
@@ -176,15 +187,27 @@ def _rewrite(
         reference_qualnames={span: r.site.qualname or "" for span, r in index.names.items()},
         position=where.spans.__getitem__,
         unwrapped_steps=beside_plain_steps(tree, index.call_qualnames),
+        wraps_conditionally=wraps_on_some_paths_only(tree, index.call_qualnames),
     )
     rules = RuleTransformer(index, ctx, where)
     rewritten = module.visit(rules)
     if _spawn_kept(ctx.outcomes):
         # A spawn left for a person: its script is not launched by torchrun yet, so the
         # rendezvous address it sets stays (NM411). Rare: the pass runs again knowing it.
-        ctx = replace(ctx, outcomes=[], needs=set(), helpers=set(), spawn_kept=True)
+        ctx = replace(
+            ctx,
+            outcomes=[],
+            needs=set(),
+            helpers=set(),
+            spawn_kept=True,
+            makes_process_group=False,
+        )
         rules = RuleTransformer(index, ctx, where)
         rewritten = module.visit(rules)
+    if ctx.makes_process_group:
+        rewritten = guard_own_inits(
+            rewritten, index.call_qualnames, where.extents, rules.made_from, ctx
+        )
     module = rewritten
     imported = {site.detail for site in index.imports if site.detail}
     plain_binders = frozenset(

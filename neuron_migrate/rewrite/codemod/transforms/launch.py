@@ -68,14 +68,17 @@ def spawn(t: StatementTarget) -> list[NewStatement] | None:
     note = t.rule.rewrite.option("note") if t.rule.rewrite else None
     if note:
         t.notes.append(note)
-    if not _needs_process_group(t.ctx.call_qualnames.values()):
+    if not _uses_process_group(t.ctx.call_qualnames.values()):
         return [cst.Expr(call)]
+    t.ctx.makes_process_group = True
     branch_note = t.rule.rewrite.option("branch_note") if t.rule.rewrite else None
     if branch_note and _in_a_branch(t.parents):
         t.notes.append(branch_note)
-    # The spawned workers had the process group XLA's collectives and ordinals use, and the
-    # torch.distributed calls those become need one: torchrun's, or a group of one process
-    # when the script runs by itself (as XLA ran it with one device, or nprocs=1).
+    # The spawned workers had the process group XLA's collectives and ordinals use whatever
+    # path the script's own init_process_group took (under a flag, in a helper, none at all),
+    # and the torch.distributed calls those become need one: torchrun's, or a group of one
+    # process when the script runs by itself (as XLA ran it with one device, or nprocs=1). The
+    # script's own calls then join it (`own_inits.py`).
     return [*render_statements(_INIT_PROCESS_GROUP, t.ctx, {}), cst.Expr(call)]
 
 
@@ -128,7 +131,6 @@ _PROCESS_GROUP_USERS = frozenset(
         ),
     ]
 )
-_INIT = "torch.distributed.init_process_group"
 _INIT_PROCESS_GROUP = """
 if "RANK" in os.environ:
     dist.init_process_group("neuron")
@@ -137,10 +139,9 @@ else:
 """
 
 
-def _needs_process_group(qualnames: Iterable[str]) -> bool:
-    """Whether the file's workers use the process group and the file creates none itself."""
-    found = set(qualnames)
-    return _INIT not in found and not found.isdisjoint(_PROCESS_GROUP_USERS)
+def _uses_process_group(qualnames: Iterable[str]) -> bool:
+    """Whether the file's workers use the process group xmp.spawn gave them."""
+    return not _PROCESS_GROUP_USERS.isdisjoint(qualnames)
 
 
 def _device_loader_class(ctx: FileContext) -> cst.Name:

@@ -18,6 +18,11 @@ def _init_process_group(backend=None, init_method=None, *args, **kwargs):
                 from torch_xla.core.xla_model import free_port
 
                 os.environ["MASTER_PORT"] = str(free_port())
+            # the runtime's ranks, as torch_xla's rendezvous reads them (one process: 0 of 1)
+            from torch_xla import runtime
+
+            kwargs.setdefault("rank", runtime.global_ordinal())
+            kwargs.setdefault("world_size", runtime.world_size())
     return _init(backend, init_method, *args, **kwargs)
 
 
