@@ -23,17 +23,34 @@ class Helper:
     uses: tuple[str, ...] = ()
 
 
+# XLA's collectives reduced over every process of the launch, with or without a torch.distributed
+# group. Natively they need one: a launch of several processes without it raises, where skipping
+# the reduction would train each rank on its own gradients, silently.
+_WORLD_SIZE = '''
+def neuron_world_size():
+    """The number of processes XLA's collectives reduce over: the process group's size, 1 for a
+    process alone; several processes launched (WORLD_SIZE) without a process group raise."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    launched = int(os.environ.get("WORLD_SIZE", 1))
+    if launched > 1:
+        raise RuntimeError(
+            f"{launched} processes were launched (WORLD_SIZE) but no process group exists: call "
+            'torch.distributed.init_process_group("neuron") before the collectives run'
+        )
+    return 1
+'''
+
 _OPTIMIZER_STEP = '''
 def neuron_optimizer_step(optimizer, optimizer_args=None):
     """Average the gradients over the process group's ranks, then step (xm.optimizer_step)."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        world_size = torch.distributed.get_world_size()
-        if world_size > 1:
-            for group in optimizer.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        torch.distributed.all_reduce(param.grad)
-                        param.grad.div_(world_size)
+    world_size = neuron_world_size()
+    if world_size > 1:
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    torch.distributed.all_reduce(param.grad)
+                    param.grad.div_(world_size)
     return optimizer.step(**(optimizer_args or {}))
 '''
 
@@ -41,9 +58,9 @@ _REDUCE_GRADIENTS = '''
 def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
     """Average the gradients over the process group's ranks (xm.reduce_gradients)."""
     dist = torch.distributed
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    world_size = neuron_world_size()
+    if world_size == 1:
         return
-    world_size = dist.get_world_size()
     grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
     for grad in grads:
         dist.all_reduce(grad)
@@ -53,31 +70,31 @@ def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
 _ALL_GATHER = '''
 def neuron_all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     """Every rank's `value` concatenated along `dim`, in rank order (xm.all_gather)."""
-    dist = torch.distributed
-    if not (dist.is_available() and dist.is_initialized()):
+    world_size = neuron_world_size()
+    if world_size == 1:
         return value
-    parts = [torch.empty_like(value) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, value.contiguous())
+    parts = [torch.empty_like(value) for _ in range(world_size)]
+    torch.distributed.all_gather(parts, value.contiguous())
     return torch.cat(parts, dim=dim)
 '''
 
 _BROADCAST_MASTER_PARAM = '''
 def neuron_broadcast_master_param(model):
     """Rank 0's parameters and buffers on every rank (xm.broadcast_master_param)."""
-    dist = torch.distributed
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    if neuron_world_size() == 1:
         return
     with torch.no_grad():
         for tensor in [*model.parameters(), *model.buffers()]:
-            dist.broadcast(tensor, src=0)
+            torch.distributed.broadcast(tensor, src=0)
 '''
 
 _RENDEZVOUS = '''
 def neuron_rendezvous(payload=b"", ordinals=None, tag=None):
     """Every rank's payload, in rank order (xm.xla_rendezvous); a process alone gets its own."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+    world_size = neuron_world_size()
+    if world_size == 1:
         return [payload]
-    payloads = [None] * torch.distributed.get_world_size()
+    payloads = [None] * world_size
     torch.distributed.all_gather_object(payloads, payload)
     return payloads
 '''
@@ -345,14 +362,17 @@ class NotMigrated:
         raise NotImplementedError(f"neuron-migrate {self.todo}")
 '''
 
+_SIZED = ("neuron_world_size",)
+
 HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
-        Helper("neuron_optimizer_step", _OPTIMIZER_STEP),
-        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS),
-        Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM),
-        Helper("neuron_all_gather", _ALL_GATHER),
-        Helper("neuron_rendezvous", _RENDEZVOUS),
+        Helper("neuron_world_size", _WORLD_SIZE, ("os", "torch")),
+        Helper("neuron_optimizer_step", _OPTIMIZER_STEP, uses=_SIZED),
+        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS, uses=_SIZED),
+        Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM, uses=_SIZED),
+        Helper("neuron_all_gather", _ALL_GATHER, uses=_SIZED),
+        Helper("neuron_rendezvous", _RENDEZVOUS, uses=_SIZED),
         Helper("NeuronSerialExecutor", _SERIAL_EXECUTOR, ("os", "torch")),
         Helper("NeuronRateTracker", _RATE_TRACKER, ("os", "time")),
         Helper("NeuronSampleGenerator", _SAMPLE_GENERATOR, ()),
@@ -391,6 +411,6 @@ def use_helper(ctx: FileContext, name: str) -> bool:
     ctx.helpers.add(name)
     ctx.helpers.update(helper.uses)
     ctx.use_names(helper.modules)
-    if "NeuronDeviceLoader" in helper.uses:
-        ctx.use_names(("torch",))
+    for used in helper.uses:  # NeuronDeviceLoader, defined in launch.py, names torch
+        ctx.use_names(HELPERS[used].modules if used in HELPERS else ("torch",))
     return True
