@@ -148,11 +148,13 @@ def reduce_scatter(t: StatementTarget) -> list[NewStatement] | None:
 def mesh_reduce(t: StatementTarget) -> list[NewStatement] | None:
     """y = xm.mesh_reduce(tag, data, reduce_fn) -> all_gather_object, then reduce_fn(list)."""
     values = bound_arguments(t.call, MESH_REDUCE)
-    # Without a process group (a single process), XLA reduced the one value it had. `data` is
-    # written once, so it is evaluated once and a marker on it has one place to go.
+    # Without a process group (a single process), XLA reduced the one value it had. Several
+    # processes launched without one (WORLD_SIZE) reach dist.get_world_size(), which raises:
+    # XLA reduced over all of them. `data` is written once, so it is evaluated once and a
+    # marker on it has one place to go.
     text = (
         "_gathered = [{data}]\n"
-        "if dist.is_initialized():\n"
+        'if dist.is_initialized() or int(os.environ.get("WORLD_SIZE", 1)) > 1:\n'
         "    _gathered = _gathered * dist.get_world_size()\n"
         "    dist.all_gather_object(_gathered, _gathered[0])\n"
     )
