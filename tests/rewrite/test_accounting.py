@@ -148,7 +148,7 @@ def test_a_marker_whose_site_an_earlier_run_removed_is_still_counted():
     assert again.new == first.new
     marked = [(o.code, o.status) for o in first.outcomes if o.status != "rewritten"]
     assert marked == [("NM411", "marked")]
-    assert [(o.code, o.line, o.status) for o in again.outcomes] == [("NM411", 36, "marked")]
+    assert [(o.code, o.line, o.status) for o in again.outcomes] == [("NM411", 37, "marked")]
 
 
 def test_a_rerun_counts_every_marker_left(tmp_path):
