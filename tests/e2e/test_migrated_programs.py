@@ -81,6 +81,8 @@ PROGRAMS_UNDER_TEST = [
     Program("mnist_flags", "spawn", args=("--metrics-debug",)),
     Program("spawn_optional_ddp", "spawn", complete=True),
     Program("spawn_optional_ddp", "spawn", ("--ddp",), complete=True),
+    Program("launch_own_init", "spawn", complete=True),
+    Program("launch_own_init", "spawn", ("--backend", "xla"), complete=True),
 ]
 
 
