@@ -74,11 +74,14 @@ class _Guard(cst.CSTTransformer):
         )
 
     def _guarded(self, line: cst.SimpleStatementLine) -> cst.If:
-        # The comments above the call (a marker among them) go above the `if` that holds it.
+        # The comments right above the call (a marker among them) stay right above it, where a
+        # second run looks for its marker; blank lines and what precedes them stay above the `if`.
+        lines = list(line.leading_lines)
+        cut = max((i + 1 for i, e in enumerate(lines) if e.comment is None), default=0)
         return cst.If(
             test=render("not dist.is_initialized()", self.ctx),
-            body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]),
-            leading_lines=line.leading_lines,
+            body=cst.IndentedBlock(body=[line.with_changes(leading_lines=lines[cut:])]),
+            leading_lines=lines[:cut],
         )
 
     def leave_SimpleStatementLine(
