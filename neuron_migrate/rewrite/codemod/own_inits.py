@@ -14,7 +14,7 @@ time that the group exists, loudly, never silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 
 import libcst as cst
 
@@ -34,7 +34,7 @@ def guard_own_inits(
     module: cst.Module,
     call_qualnames: Mapping[Span, str],
     extents: Mapping[cst.CSTNode, Extent],
-    made_from: Mapping[object, Extent],
+    made_from: MutableMapping[object, Extent],
     ctx: FileContext,
 ) -> cst.Module:
     """`module` with each init_process_group statement under `if not dist.is_initialized():`."""
@@ -51,7 +51,7 @@ class _Guard(cst.CSTTransformer):
         self,
         starts: Iterable[tuple[int, int]],
         extents: Mapping[cst.CSTNode, Extent],
-        made_from: Mapping[object, Extent],
+        made_from: MutableMapping[object, Extent],
         ctx: FileContext,
     ) -> None:
         super().__init__()
@@ -59,6 +59,16 @@ class _Guard(cst.CSTTransformer):
         self.extents = extents
         self.made_from = made_from
         self.ctx = ctx
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        result = super().on_leave(original, updated)
+        if result is not original and isinstance(result, cst.CSTNode):
+            # The later passes (the import pass) find where what they see stood in the source,
+            # the ancestors rebuilt around a guard included.
+            extent = self.made_from.get(original) or self.extents.get(original)
+            if extent is not None:
+                self.made_from.setdefault(result, extent)
+        return result
 
     def _where(self, node: cst.CSTNode) -> tuple[int, int] | None:
         """Where the source `node` stands for began (a node the rule pass rebuilt included)."""
@@ -87,7 +97,15 @@ class _Guard(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
     ) -> cst.BaseStatement:
-        return self._guarded(updated) if self._is_init(original.body) else updated
+        if not self._is_init(original.body):
+            return updated
+        guarded = self._guarded(updated)
+        # The later passes (the import pass) find where what they see stood in the source.
+        extent = self.made_from.get(original) or self.extents.get(original)
+        if extent is not None:
+            self.made_from[guarded] = extent
+            self.made_from[guarded.body.body[0]] = extent
+        return guarded
 
     def leave_SimpleStatementSuite(
         self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite
