@@ -3,11 +3,8 @@ named with what holds it, and a re-run over migrated code that says so."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib.abc
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,25 +12,7 @@ import pytest
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
 from tests.cli import invoke
-
-
-class _NoTorchXla(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch_xla" or name.startswith("torch_xla."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-@contextlib.contextmanager
-def _without_torch_xla():
-    """A machine without torch_xla, as every TorchNeuron machine is."""
-    finder = _NoTorchXla()
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
-
+from tests.rewrite.no_torch_xla import without_torch_xla
 
 # A star import is left for a person: it stays as it is, and stops the program at start where
 # torch_xla is missing.
@@ -116,7 +95,7 @@ def test_a_site_whose_import_a_stand_in_holds_raises_if_reached(tmp_path):
 
     new = rewrite_source(STOOD_IN).new
     namespace: dict = {}
-    with _without_torch_xla():
+    with without_torch_xla():
         exec(compile(new, "stood_in.py", "exec"), namespace)  # the program starts
     advice = load_ruleset().get("NM501").manual
     with pytest.raises(NotImplementedError, match=re.escape(f"neuron-migrate NM501: {advice}")):

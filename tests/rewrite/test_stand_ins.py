@@ -4,36 +4,16 @@ writes the stand-in again for what is still left, and drops it, and its class, o
 
 from __future__ import annotations
 
-import contextlib
-import importlib.abc
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.ruleset import load_ruleset
+from tests.rewrite.no_torch_xla import without_torch_xla
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite" / "left_sites"
-
-
-class _NoTorchXla(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch_xla" or name.startswith("torch_xla."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-@contextlib.contextmanager
-def without_torch_xla():
-    """A machine without torch_xla, as every TorchNeuron machine is."""
-    finder = _NoTorchXla()
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
 
 
 def _started(source: str) -> dict:
