@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.ruleset import load_ruleset
+from tests.exit_abort import run_twice_on_exit_abort
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -127,29 +128,13 @@ def _migrate(tmp_path: Path, program: Program) -> tuple[Path, dict]:
     return tree, json.loads(done.stdout)["summary"]
 
 
-# A two-rank worker that finished its program sometimes dies in interpreter teardown with
-# this message (SIGABRT), on the simulated device and in the plain CPU/gloo reference run alike
-# (runtime/README.md, "Known bug"): torch's and gloo's teardown, not the migration this suite
-# checks. Such a run is run once more; the second must pass every check.
-EXIT_ABORT = "terminate called without an active exception"
-
-
-def _run_twice_on_exit_abort(
-    once: Callable[[], subprocess.CompletedProcess[str]],
-) -> subprocess.CompletedProcess[str]:
-    done = once()
-    if done.returncode != 0 and EXIT_ABORT in done.stderr:
-        done = once()
-    return done
-
-
 def _migrated_run(tree: Path, program: Program, processes: int):
     def once() -> subprocess.CompletedProcess[str]:
         launch = ["python"] if processes == 1 else _torchrun()
         argv = [sys.executable, "-m", "neuron_migrate", "run", "--", *launch, "train.py"]
         return _run([*argv, *program.args], tree, _clean_env())
 
-    return _run_twice_on_exit_abort(once)
+    return run_twice_on_exit_abort(once)
 
 
 def _reference_run(program: Program, processes: int):
@@ -165,7 +150,7 @@ def _reference_run(program: Program, processes: int):
             argv = [sys.executable, "train.py"]
         return _run([*argv, *program.args], PROGRAMS / program.name, env)
 
-    return _run_twice_on_exit_abort(once)
+    return run_twice_on_exit_abort(once)
 
 
 def _losses(output: str) -> list[tuple[int, float]]:

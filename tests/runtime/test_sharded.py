@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.exit_abort import run_twice_on_exit_abort
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -46,7 +48,9 @@ def _on_the_host(port: int, flavour: str) -> float:
     command = [str(torchrun), *_torchrun(port, "fsdp_train.py", flavour)[1:]]
     env = {**os.environ, "DEVICE": "cpu"}
     env.pop("NEURON_MIGRATE_SIM", None)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    done = run_twice_on_exit_abort(
+        lambda: subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    )
     assert done.returncode == 0, done.stderr
     return _checksums(done.stdout)["0"]
 
