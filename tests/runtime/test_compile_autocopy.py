@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytestmark = pytest.mark.torch
@@ -32,6 +34,12 @@ def test_cpu_inputs_of_a_compiled_model_are_copied_to_the_device(sim_run) -> Non
     sim_run(SCRIPT).assert_finished("AUTOCOPY_OK")
 
 
+@pytest.mark.xfail(
+    os.environ.get("NEURON_MIGRATE_SIM_ENGINE") == "python",
+    reason="the Python engine's compiled graphs take mixed CPU and neuron inputs without the "
+    "device mismatch dynamo raises on the native engine (runtime/README.md)",
+    strict=True,
+)
 def test_the_copy_can_be_turned_off(sim_run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY", "1")
     run = sim_run(SCRIPT)
