@@ -1,7 +1,9 @@
 """spawn: one process per (simulated) device, or the launcher's process as it is."""
 
 import os
+import sys
 
+import torch.distributed as dist
 import torch.multiprocessing
 
 from torch_xla.core.xla_model import free_port
@@ -18,6 +20,18 @@ def _worker(index, fn, args, nprocs, port):
         MASTER_PORT=str(port),
     )
     fn(index, *args)
+    _exit_now()
+
+
+def _exit_now():
+    """Leave a finished worker without interpreter teardown: torch 2.13's gloo/TCPStore teardown
+    sometimes aborts a rank that has finished its program ("terminate called without an active
+    exception"), which would fail a reference run that did all its work."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
