@@ -25,6 +25,7 @@ from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
+from neuron_migrate.rewrite.codemod.tp_owners import LAYER_RULE, owner_lines, replicate_unsharded
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.rewrite.codemod.wrapped import wraps_on_some_paths_only
 from neuron_migrate.ruleset import RuleSet, load_ruleset
@@ -174,6 +175,8 @@ def _rewrite(
     site_lines = index.lines()
     if _launches(index, ruleset):  # its own init_process_group calls may be guarded
         site_lines |= init_lines(index.call_qualnames)
+    # where a module that owns a parallel layer ends its __init__, a call is added
+    site_lines |= owner_lines(tree, index.call_qualnames, ruleset.get(LAYER_RULE).match.qualnames)
     module, where = parse_printed(source, tree, site_lines, xla_mentions.lines())
     top_level = frozenset(module.body)
     bindings, taken = module_bindings(module)
@@ -204,6 +207,9 @@ def _rewrite(
         )
         rules = RuleTransformer(index, ctx, where)
         rewritten = module.visit(rules)
+    rewritten = replicate_unsharded(
+        rewritten, tree, ctx.outcomes, where.extents, rules.made_from, ctx
+    )
     if ctx.makes_process_group:
         rewritten = guard_own_inits(
             rewritten, index.call_qualnames, where.extents, rules.made_from, ctx

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from neuron_migrate.rewrite.codemod import tp_helpers
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 
@@ -363,6 +364,7 @@ class NotMigrated:
 '''
 
 _SIZED = ("neuron_world_size",)
+_MESH = ("neuron_device_mesh",)
 
 HELPERS: dict[str, Helper] = {
     h.name: h
@@ -395,6 +397,11 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_now", _NOW, ()),
         Helper(STAND_IN, _NOT_MIGRATED, ()),
         Helper("neuron_device_type", _DEVICE_TYPE),
+        Helper("neuron_device_mesh", tp_helpers.DEVICE_MESH, ("sys",)),
+        Helper("neuron_init_device_mesh", tp_helpers.INIT_DEVICE_MESH, uses=_MESH),
+        Helper("neuron_column_parallel", tp_helpers.COLUMN_PARALLEL, uses=_MESH),
+        Helper("neuron_row_parallel", tp_helpers.ROW_PARALLEL, uses=_MESH),
+        Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
     )
 }
 

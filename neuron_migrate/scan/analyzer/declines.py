@@ -86,6 +86,46 @@ TRACE = (
     "cpu_backend",
 )
 
+# NxD's parallel_state.initialize_model_parallel and the tensor-parallel linear layers
+# (neuronx_distributed.parallel_layers.layers), by parameter name.
+INITIALIZE_MODEL_PARALLEL = ("tensor_model_parallel_size", "pipeline_model_parallel_size")
+_PARALLEL_LINEAR_OPTIONS = (
+    "dtype",
+    "device",
+    "stride",
+    "init_method",
+    "sequence_parallel_enabled",
+    "keep_master_weight",
+    "skip_bias_add",
+    "pad",
+)
+PARALLEL_LINEARS = {
+    "ColumnParallelLinear": (
+        "input_size",
+        "output_size",
+        "bias",
+        "gather_output",
+        *_PARALLEL_LINEAR_OPTIONS,
+    ),
+    "RowParallelLinear": (
+        "input_size",
+        "output_size",
+        "bias",
+        "input_is_parallel",
+        *_PARALLEL_LINEAR_OPTIONS,
+    ),
+}
+# A layer option whose other values the plan has no equivalent for, and why.
+_PARALLEL_LINEAR_DECLINED = {
+    "sequence_parallel_enabled": (
+        "sequence parallelism: SequenceParallel() on the norms and Shard(1) layouts on the "
+        "styles; a person decides"
+    ),
+    "skip_bias_add": "the bias returned beside the output: a person decides",
+    "pad": "a padded partition: a person decides",
+    "keep_master_weight": "the full master weight kept beside the shard: a person decides",
+}
+
 # xm.REDUCE_* names (and their string values) -> dist.ReduceOp members.
 REDUCE_OPS = {
     "SUM": "SUM",
@@ -419,6 +459,45 @@ def neuron_trace(rule: Rule, site: Site) -> str:
     return ""
 
 
+def nxd_device_mesh(rule: Rule, site: Site) -> str:
+    """initialize_model_parallel: a tensor-parallel size, and no pipeline parallelism."""
+    values = bind_site(site.call_args, INITIALIZE_MODEL_PARALLEL)
+    if values is None:
+        return _UNBOUND
+    pipeline = values.get("pipeline_model_parallel_size")
+    if pipeline is not None and not pipeline.is_literal("1"):
+        return "pipeline parallelism: torch.distributed.pipelining, a person decides"
+    return ""
+
+
+def nxd_mesh_query(rule: Rule, site: Site) -> str:
+    """A parallel_state rank / size / group question: the group as itself (`as_list=False`)."""
+    values = bind_site(site.call_args, ("as_list",))
+    if values is None:
+        return _UNBOUND
+    as_list = values.get("as_list")
+    if as_list is not None and not as_list.is_literal("False"):
+        return "the group as a list of ranks: a person decides"
+    return ""
+
+
+def nxd_parallel_linear(rule: Rule, site: Site) -> str:
+    """ColumnParallelLinear / RowParallelLinear: the sizes given, a partition stride of 1, and
+    none of the options the tensor-parallel plan has no equivalent for."""
+    name = (site.qualname or "").rpartition(".")[2]
+    values = bind_site(site.call_args, PARALLEL_LINEARS.get(name, ()))
+    if values is None or "input_size" not in values or "output_size" not in values:
+        return _UNBOUND
+    stride = values.get("stride")
+    if stride is not None and not stride.is_literal("1"):
+        return "a strided partition (fused weights): a person decides"
+    for option, why in _PARALLEL_LINEAR_DECLINED.items():
+        value = values.get(option)
+        if value is not None and not value.is_literal("False"):
+            return why
+    return ""
+
+
 DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "all-reduce": all_reduce,
     "all-gather": all_gather,
@@ -442,5 +521,8 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "spawn": spawn,
     "helper-call": helper_call,
     "neuron-trace": neuron_trace,
+    "nxd-device-mesh": nxd_device_mesh,
+    "nxd-mesh-query": nxd_mesh_query,
+    "nxd-parallel-linear": nxd_parallel_linear,
     "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

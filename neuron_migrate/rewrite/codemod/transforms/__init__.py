@@ -7,5 +7,6 @@ from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported
     launch,
     legacy,
     literals,
+    nxd,
     steps,
 )

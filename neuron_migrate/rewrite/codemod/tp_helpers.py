@@ -1,0 +1,92 @@
+"""The sources of the helpers NxD tensor parallelism becomes (`transforms/nxd.py`): a DeviceMesh
+where NxD's parallel_state was, and NxD's parallel linear layers as full-size nn.Linear modules
+sharded by a tensor-parallel plan (parallelize_module). Registered in `helpers.HELPERS`."""
+
+INIT_DEVICE_MESH = '''
+def neuron_init_device_mesh(tensor_model_parallel_size=1):
+    """NxD's initialize_model_parallel as a DeviceMesh on the neuron device: a "tp" dimension of
+    consecutive ranks and a "dp" dimension of one rank of each, as NxD laid the groups out
+    (NxD's size larger than the world is the world). neuron_device_mesh() gives it back."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    world = torch.distributed.get_world_size()
+    tp = min(tensor_model_parallel_size, world)
+    mesh = init_device_mesh("neuron", (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    neuron_device_mesh.mesh = mesh
+    return mesh
+'''
+
+DEVICE_MESH = '''
+def neuron_device_mesh():
+    """The ("dp", "tp") DeviceMesh neuron_init_device_mesh made, here or in another migrated
+    module of the program (NxD's parallel state was one for the process)."""
+    mesh = getattr(neuron_device_mesh, "mesh", None)
+    if mesh is None:
+        found = (getattr(m, "neuron_device_mesh", None) for m in list(sys.modules.values()))
+        mesh = next((f.mesh for f in found if getattr(f, "mesh", None) is not None), None)
+        if mesh is None:
+            raise RuntimeError(
+                "no device mesh: call neuron_init_device_mesh(tensor_model_parallel_size) first"
+            )
+        neuron_device_mesh.mesh = mesh
+    return mesh
+'''
+
+COLUMN_PARALLEL = '''
+def neuron_column_parallel(linear, gather_output=True, init_method=None):
+    """NxD's ColumnParallelLinear: `linear`, built at full size, split by output feature over the
+    mesh's "tp" dimension (ColwiseParallel). gather_output=True gives every rank the whole
+    output, False its own part. init_method fills the full weight before the split, as NxD
+    filled its master weight."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
+
+    if init_method is not None:
+        with torch.no_grad():
+            init_method(linear.weight)
+    style = ColwiseParallel(output_layouts=Replicate()) if gather_output else ColwiseParallel()
+    return parallelize_module(linear, neuron_device_mesh()["tp"], style)
+'''
+
+ROW_PARALLEL = '''
+def neuron_row_parallel(linear, input_is_parallel=False, init_method=None):
+    """NxD's RowParallelLinear: `linear`, built at full size, split by input feature over the
+    mesh's "tp" dimension (RowwiseParallel), its output summed over the ranks. An input that is
+    not parallel is whole on every rank and split first (input_layouts=Replicate())."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import RowwiseParallel, parallelize_module
+
+    if init_method is not None:
+        with torch.no_grad():
+            init_method(linear.weight)
+    style = RowwiseParallel() if input_is_parallel else RowwiseParallel(input_layouts=Replicate())
+    return parallelize_module(linear, neuron_device_mesh()["tp"], style)
+'''
+
+REPLICATE_UNSHARDED = '''
+def neuron_replicate_unsharded(module):
+    """The parameters NxD left whole (a LayerNorm, a plain nn.Linear) as DTensors replicated
+    over the mesh's "tp" dimension: optimizers and clip_grad_norm_ take no mix of plain tensors
+    and DTensors. Such a submodule takes plain tensors and gives plain tensors as before."""
+    from torch.distributed.tensor import DTensor, Replicate, distribute_module
+
+    def replicated(_module, inputs, mesh):
+        return tuple(
+            DTensor.from_local(t, mesh, [Replicate()], run_check=False)
+            if isinstance(t, torch.Tensor) and not isinstance(t, DTensor)
+            else t
+            for t in inputs
+        )
+
+    def local(_module, outputs, mesh):
+        return torch.utils._pytree.tree_map(
+            lambda t: t.to_local() if isinstance(t, DTensor) else t, outputs
+        )
+
+    mesh = neuron_device_mesh()["tp"]
+    for submodule in list(module.modules()):
+        own = list(submodule.parameters(recurse=False))
+        if own and not any(isinstance(p, DTensor) for p in own):
+            distribute_module(submodule, mesh, input_fn=replicated, output_fn=local)
+    return module
+'''

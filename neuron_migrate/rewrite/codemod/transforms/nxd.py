@@ -1,0 +1,63 @@
+"""NeuronX Distributed's tensor parallelism on native PyTorch: parallel_state becomes a
+DeviceMesh and the parallel linear layers full-size nn.Linear modules sharded by a tensor-parallel
+plan (`tp_helpers.py`). What each call must look like to be rewritten is in `declines`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.rewrite.codemod.helpers import use_helper
+from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
+from neuron_migrate.rewrite.codemod.templates import bound_arguments, last_component, render
+from neuron_migrate.rewrite.codemod.transforms._build import keyword, with_commas
+from neuron_migrate.scan.analyzer.declines import INITIALIZE_MODEL_PARALLEL, PARALLEL_LINEARS
+
+# The nn.Linear arguments a parallel layer passes on (NxD's `bias` default is nn.Linear's).
+_LINEAR_KEYWORDS = ("bias", "dtype", "device")
+
+
+@expression("nxd-device-mesh")
+def nxd_device_mesh(t: CallTarget) -> cst.BaseExpression | None:
+    """initialize_model_parallel(tensor_model_parallel_size=N) ->
+    neuron_init_device_mesh(tensor_model_parallel_size=N), a ("dp", "tp") DeviceMesh; a
+    pipeline size of 1 says nothing and goes."""
+    values = bound_arguments(t.call, INITIALIZE_MODEL_PARALLEL)
+    if not use_helper(t.ctx, "neuron_init_device_mesh"):
+        return None
+    args = []
+    if "tensor_model_parallel_size" in values:
+        args.append(keyword("tensor_model_parallel_size", values["tensor_model_parallel_size"]))
+    return cst.Call(func=cst.Name("neuron_init_device_mesh"), args=with_commas(args))
+
+
+@expression("nxd-mesh-query")
+def nxd_mesh_query(t: CallTarget) -> cst.BaseExpression | None:
+    """get_tensor_model_parallel_rank() -> neuron_device_mesh()["tp"].get_local_rank(), and so
+    on: the rule's option for the function names the mesh dimension and the method."""
+    assert t.rule.rewrite is not None
+    option = t.rule.rewrite.option(last_component(t.site.qualname or ""))
+    if option is None or not use_helper(t.ctx, "neuron_device_mesh"):
+        return None
+    dim, method = option.split()
+    return render(f'neuron_device_mesh()["{dim}"].{method}()', t.ctx)
+
+
+@expression("nxd-parallel-linear")
+def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
+    """ColumnParallelLinear(i, o, bias=b, gather_output=g) ->
+    neuron_column_parallel(torch.nn.Linear(i, o, bias=b), gather_output=g) (RowParallelLinear:
+    neuron_row_parallel, input_is_parallel): the full-size layer and its tensor-parallel style.
+    An init_method goes to the helper, which fills the full weight with it."""
+    assert t.rule.rewrite is not None
+    name = last_component(t.site.qualname or "")
+    helper = t.rule.rewrite.option(name)
+    if helper is None or not use_helper(t.ctx, helper):
+        return None
+    params = PARALLEL_LINEARS[name]
+    values = bound_arguments(t.call, params)
+    linear_args = [cst.Arg(values["input_size"]), cst.Arg(values["output_size"])]
+    linear_args += [keyword(k, values[k]) for k in _LINEAR_KEYWORDS if k in values]
+    linear = cst.Call(func=render("torch.nn.Linear", t.ctx), args=with_commas(linear_args))
+    args = [cst.Arg(linear)]
+    args += [keyword(k, values[k]) for k in (params[3], "init_method") if k in values]
+    return cst.Call(func=cst.Name(helper), args=with_commas(args))

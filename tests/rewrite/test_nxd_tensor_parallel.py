@@ -1,0 +1,144 @@
+"""NxD tensor parallelism's rewrite: which calls become the mesh and the plan, which stay
+marked (the options a plan has no equivalent for), and which modules replicate what is left
+whole. That the migrated programs train like the originals is shown by running them
+(tests/e2e/test_nxd_programs.py)."""
+
+from __future__ import annotations
+
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+
+HEADER = """\
+import torch
+from neuronx_distributed.parallel_layers import parallel_state
+from neuronx_distributed.parallel_layers.layers import ColumnParallelLinear, RowParallelLinear
+"""
+
+
+def _statuses(source: str) -> list[tuple[str, str]]:
+    return [(o.code, o.status) for o in rewrite_source(source).outcomes]
+
+
+def _body(new: str) -> str:
+    """The migrated code below the helpers added to the file."""
+    return new[new.index("class ") if "class " in new else 0 :]
+
+
+def test_the_state_calls_become_the_mesh_and_its_answers() -> None:
+    source = HEADER + (
+        "parallel_state.initialize_model_parallel(tensor_model_parallel_size=2, "
+        "pipeline_model_parallel_size=1)\n"
+        "tp = parallel_state.get_tensor_model_parallel_size()\n"
+        "group = parallel_state.get_data_parallel_group(as_list=False)\n"
+        "parallel_state.destroy_model_parallel()\n"
+    )
+    new = rewrite_source(source).new
+    assert "neuron_init_device_mesh(tensor_model_parallel_size=2)\n" in new
+    assert 'tp = neuron_device_mesh()["tp"].size()\n' in new
+    assert 'group = neuron_device_mesh()["dp"].get_group()\n' in new
+    assert "destroy_model_parallel" not in new and "neuronx_distributed" not in new
+    assert 'init_device_mesh("neuron", (world // tp, tp), mesh_dim_names=("dp", "tp"))' in new
+
+
+def test_pipeline_stages_and_rank_lists_stay_marked() -> None:
+    source = HEADER + (
+        "parallel_state.initialize_model_parallel(2, pipeline_model_parallel_size=2)\n"
+        "ranks = parallel_state.get_tensor_model_parallel_group(as_list=True)\n"
+        "src = parallel_state.get_tensor_model_parallel_src_rank()\n"
+    )
+    assert sorted(_statuses(source)) == [
+        ("NM830", "marked"),
+        ("NM835", "marked"),
+        ("NM836", "marked"),
+    ]
+    new = rewrite_source(source).new
+    assert "TODO(neuron-migrate NM835): use a DeviceMesh" in new
+    assert "pipeline stages: torch.distributed.pipelining" in new
+
+
+def test_the_layers_become_full_size_linears_sharded_by_their_style() -> None:
+    source = HEADER + (
+        "class MLP(torch.nn.Module):\n"
+        "    def __init__(me, hidden):\n"
+        "        super().__init__()\n"
+        "        self_norm = torch.nn.LayerNorm(hidden)\n"
+        "        me.up = ColumnParallelLinear(hidden, 4 * hidden, False, False, "
+        "dtype=torch.bfloat16, init_method=torch.nn.init.zeros_)\n"
+        "        me.down = RowParallelLinear(4 * hidden, hidden, input_is_parallel=flag)\n"
+    )
+    body = _body(rewrite_source(source).new)
+    assert (
+        "me.up = neuron_column_parallel(torch.nn.Linear(hidden, 4 * hidden, bias=False, "
+        "dtype=torch.bfloat16), gather_output=False, init_method=torch.nn.init.zeros_)\n"
+    ) in body
+    down = "neuron_row_parallel(torch.nn.Linear(4 * hidden, hidden), input_is_parallel=flag)"
+    assert down in body
+    # the owner's own name for itself, at the end of its __init__
+    assert body.rstrip().endswith("neuron_replicate_unsharded(me)")
+
+
+def test_what_a_plan_cannot_say_stays_marked_and_its_owner_is_left_alone() -> None:
+    source = HEADER + (
+        "class MLP(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = ColumnParallelLinear(8, 8, sequence_parallel_enabled=True)\n"
+        "        self.b = RowParallelLinear(8, 8, skip_bias_add=True)\n"
+        "        self.c = ColumnParallelLinear(8, 24, stride=3)\n"
+        "        self.d = RowParallelLinear(8, 8, pad=True)\n"
+        "        self.e = ColumnParallelLinear(*sizes)\n"
+    )
+    assert _statuses(source) == [("NM838", "marked")] * 5
+    new = rewrite_source(source).new
+    assert "neuron_replicate_unsharded" not in new
+    assert "sequence" not in new.split("class MLP")[0]  # no helper added for a marked layer
+
+
+def test_a_module_built_of_owners_replicates_too_and_an_early_return_is_left_alone() -> None:
+    source = HEADER + (
+        "class Block(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up = ColumnParallelLinear(8, 16, gather_output=False)\n"
+        "        if True:\n"
+        "            self.down = RowParallelLinear(16, 8, input_is_parallel=True)\n"
+        "\n"
+        "\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.blocks = torch.nn.ModuleList([Block() for _ in range(n)])\n"
+        "        self.norm = torch.nn.LayerNorm(8)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "\n"
+        "\n"
+        "class Odd(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.head = ColumnParallelLinear(8, 16)\n"
+        "        return\n"
+    )
+    body = _body(rewrite_source(source).new)
+    block, model = body.split("class Model")
+    model, odd = model.split("class Odd")
+    assert block.rstrip().endswith(
+        "            self.down = neuron_row_parallel(torch.nn.Linear(16, 8), "
+        "input_is_parallel=True)\n        neuron_replicate_unsharded(self)"
+    )
+    assert "self.norm = torch.nn.LayerNorm(8)\n        neuron_replicate_unsharded(self)\n" in model
+    assert "neuron_replicate_unsharded" not in odd
+
+
+def test_a_second_run_changes_nothing() -> None:
+    source = HEADER + (
+        "parallel_state.initialize_model_parallel(tensor_model_parallel_size=2)\n"
+        "class MLP(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up = ColumnParallelLinear(8, 16, gather_output=False)\n"
+        "        self.down = RowParallelLinear(16, 8, input_is_parallel=True)\n"
+    )
+    once = rewrite_source(source).new
+    twice = rewrite_source(once)
+    assert twice.new == once and not twice.changed
