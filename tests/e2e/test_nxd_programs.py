@@ -31,7 +31,10 @@ TP_LINE = re.compile(
     r"TPLOSS rank=(\d+) tp=(\d+)/(\d+) step=(\d+) loss=(-?\d+\.\d+) norm=(-?\d+\.\d+)"
 )
 
-NXD_PROGRAMS = [Program("nxd_tp_mlp", "torchrun", complete=True)]
+NXD_PROGRAMS = [
+    Program("nxd_tp_mlp", "torchrun", complete=True),
+    Program("nxd_embed_attention", "torchrun", complete=True),
+]
 
 
 def _steps(output: str, processes: int) -> list[tuple[float, float]]:

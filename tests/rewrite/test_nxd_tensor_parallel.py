@@ -142,3 +142,25 @@ def test_a_second_run_changes_nothing() -> None:
     once = rewrite_source(source).new
     twice = rewrite_source(once)
     assert twice.new == once and not twice.changed
+
+
+def test_embeddings_become_full_size_tables_and_what_nxd_did_otherwise_stays_marked() -> None:
+    source = (
+        "import torch\n"
+        "from neuronx_distributed.parallel_layers import ParallelEmbedding\n"
+        "class Embed(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = ParallelEmbedding(100, 8, norm_type=2.0, dtype=torch.bfloat16)\n"
+        "        self.b = ParallelEmbedding(100, 8, shard_across_embedding=True)\n"
+        "        self.c = ParallelEmbedding(100, 8, padding_idx=0)\n"
+        "        self.d = ParallelEmbedding(100, 8, max_norm=1.0)\n"
+        "        self.e = ParallelEmbedding(100, 8, sparse=True)\n"
+    )
+    assert _statuses(source) == [("NM839", "rewritten")] * 2 + [("NM839", "marked")] * 3
+    body = _body(rewrite_source(source).new)
+    table = "neuron_parallel_embedding(torch.nn.Embedding(100, 8, dtype=torch.bfloat16))"
+    assert f"self.a = {table}\n" in body
+    split = "neuron_parallel_embedding(torch.nn.Embedding(100, 8), shard_across_embedding=True)"
+    assert f"self.b = {split}\n" in body
+    assert body.rstrip().endswith("neuron_replicate_unsharded(self)")

@@ -25,7 +25,7 @@ from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
 from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
-from neuron_migrate.rewrite.codemod.tp_owners import LAYER_RULE, owner_lines, replicate_unsharded
+from neuron_migrate.rewrite.codemod.tp_owners import LAYER_RULES, owner_lines, replicate_unsharded
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
 from neuron_migrate.rewrite.codemod.wrapped import wraps_on_some_paths_only
 from neuron_migrate.ruleset import RuleSet, load_ruleset
@@ -176,7 +176,8 @@ def _rewrite(
     if _launches(index, ruleset):  # its own init_process_group calls may be guarded
         site_lines |= init_lines(index.call_qualnames)
     # where a module that owns a parallel layer ends its __init__, a call is added
-    site_lines |= owner_lines(tree, index.call_qualnames, ruleset.get(LAYER_RULE).match.qualnames)
+    layers = [name for code in LAYER_RULES for name in ruleset.get(code).match.qualnames]
+    site_lines |= owner_lines(tree, index.call_qualnames, layers)
     module, where = parse_printed(source, tree, site_lines, xla_mentions.lines())
     top_level = frozenset(module.body)
     bindings, taken = module_bindings(module)

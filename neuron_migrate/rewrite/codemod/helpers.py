@@ -401,6 +401,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_init_device_mesh", tp_helpers.INIT_DEVICE_MESH, uses=_MESH),
         Helper("neuron_column_parallel", tp_helpers.COLUMN_PARALLEL, uses=_MESH),
         Helper("neuron_row_parallel", tp_helpers.ROW_PARALLEL, uses=_MESH),
+        Helper("neuron_parallel_embedding", tp_helpers.PARALLEL_EMBEDDING, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
     )
 }

@@ -90,3 +90,26 @@ def neuron_replicate_unsharded(module):
             distribute_module(submodule, mesh, input_fn=replicated, output_fn=local)
     return module
 '''
+
+PARALLEL_EMBEDDING = '''
+def neuron_parallel_embedding(embedding, shard_across_embedding=False, init_method=None):
+    """NxD's ParallelEmbedding: `embedding`, built at full size, split over the mesh's "tp"
+    dimension by vocabulary (RowwiseParallel: each rank looks up the rows it holds and the
+    ranks' results are summed) or, shard_across_embedding=True, by feature (ColwiseParallel,
+    gathered). Every rank gets the whole output, as from NxD's."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    if init_method is not None:
+        with torch.no_grad():
+            init_method(embedding.weight)
+    if shard_across_embedding:
+        style = ColwiseParallel(output_layouts=Replicate())
+    else:
+        style = RowwiseParallel(input_layouts=Replicate())
+    return parallelize_module(embedding, neuron_device_mesh()["tp"], style)
+'''

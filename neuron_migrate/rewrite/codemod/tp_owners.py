@@ -3,7 +3,7 @@
 
 NxD kept every parameter a plain tensor; native tensor parallelism makes the sharded ones
 DTensors, and optimizers (foreach) and clip_grad_norm_ refuse a mix of the two. So a module whose
-`__init__` built a parallel linear layer the rewrite converted (NM838), or built such a module
+`__init__` built a parallel layer the rewrite converted (NM838, NM839), or built such a module
 defined in the same file, replicates what is left whole (a LayerNorm, a plain head) over the
 mesh once it has all its submodules: at the end of that `__init__`. An `__init__` with a `return`
 of its own is left as it is (its end is not its only way out).
@@ -22,7 +22,7 @@ from neuron_migrate.rewrite.codemod.recording import Extent, Span
 from neuron_migrate.rewrite.codemod.results import Outcome
 
 HELPER = "neuron_replicate_unsharded"
-LAYER_RULE = "NM838"  # the parallel linear layers
+LAYER_RULES = ("NM838", "NM839")  # the parallel linear layers and the embedding
 
 
 def replicate_unsharded(
@@ -35,7 +35,7 @@ def replicate_unsharded(
 ) -> cst.Module:
     """`module` with the call appended to each owning `__init__` (none when the rewrite
     converted no parallel layer)."""
-    lines = {o.line for o in outcomes if o.code == LAYER_RULE and o.status == "rewritten"}
+    lines = {o.line for o in outcomes if o.code in LAYER_RULES and o.status == "rewritten"}
     owners = _owner_inits(tree, lines) if lines else {}
     blocks = _Blocks(owners, extents, made_from)
     module.visit(blocks)

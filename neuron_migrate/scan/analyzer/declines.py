@@ -115,6 +115,20 @@ PARALLEL_LINEARS = {
         *_PARALLEL_LINEAR_OPTIONS,
     ),
 }
+PARALLEL_EMBEDDING = (
+    "num_embeddings",
+    "embedding_dim",
+    "padding_idx",
+    "max_norm",
+    "norm_type",
+    "scale_grad_by_freq",
+    "sparse",
+    "init_method",
+    "device",
+    "dtype",
+    "shard_across_embedding",
+    "pad",
+)
 # A layer option whose other values the plan has no equivalent for, and why.
 _PARALLEL_LINEAR_DECLINED = {
     "sequence_parallel_enabled": (
@@ -481,6 +495,24 @@ def nxd_mesh_query(rule: Rule, site: Site) -> str:
     return ""
 
 
+def nxd_parallel_embedding(rule: Rule, site: Site) -> str:
+    """ParallelEmbedding: the sizes given, and none of the options that would make the native
+    embedding differ from NxD's (a padding row NxD neither zeroes nor accepts at index 0, a
+    renormalisation of split rows, sparse or frequency-scaled gradients, padded partitions)."""
+    values = bind_site(site.call_args, PARALLEL_EMBEDDING)
+    if values is None or "num_embeddings" not in values or "embedding_dim" not in values:
+        return _UNBOUND
+    if not is_none(values.get("padding_idx")):
+        return "a padding index (NxD does not zero its row, and takes 0 for none): a person decides"
+    if not is_none(values.get("max_norm")):
+        return "rows renormalised to max_norm: a person decides"
+    for option in ("scale_grad_by_freq", "sparse", "pad"):
+        value = values.get(option)
+        if value is not None and not value.is_literal("False"):
+            return f"{option}: a person decides"
+    return ""
+
+
 def nxd_parallel_linear(rule: Rule, site: Site) -> str:
     """ColumnParallelLinear / RowParallelLinear: the sizes given, a partition stride of 1, and
     none of the options the tensor-parallel plan has no equivalent for."""
@@ -524,5 +556,6 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "nxd-device-mesh": nxd_device_mesh,
     "nxd-mesh-query": nxd_mesh_query,
     "nxd-parallel-linear": nxd_parallel_linear,
+    "nxd-parallel-embedding": nxd_parallel_embedding,
     "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

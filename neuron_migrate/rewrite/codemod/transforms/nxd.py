@@ -10,10 +10,16 @@ from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
 from neuron_migrate.rewrite.codemod.templates import bound_arguments, last_component, render
 from neuron_migrate.rewrite.codemod.transforms._build import keyword, with_commas
-from neuron_migrate.scan.analyzer.declines import INITIALIZE_MODEL_PARALLEL, PARALLEL_LINEARS
+from neuron_migrate.scan.analyzer.declines import (
+    INITIALIZE_MODEL_PARALLEL,
+    PARALLEL_EMBEDDING,
+    PARALLEL_LINEARS,
+)
 
 # The nn.Linear arguments a parallel layer passes on (NxD's `bias` default is nn.Linear's).
 _LINEAR_KEYWORDS = ("bias", "dtype", "device")
+# What the embedding helper takes of ParallelEmbedding's arguments.
+_EMBEDDING_KEYWORDS = ("shard_across_embedding", "init_method")
 
 
 @expression("nxd-device-mesh")
@@ -61,3 +67,19 @@ def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
     args = [cst.Arg(linear)]
     args += [keyword(k, values[k]) for k in (params[3], "init_method") if k in values]
     return cst.Call(func=cst.Name(helper), args=with_commas(args))
+
+
+@expression("nxd-parallel-embedding")
+def nxd_parallel_embedding(t: CallTarget) -> cst.BaseExpression | None:
+    """ParallelEmbedding(n, d, shard_across_embedding=s) ->
+    neuron_parallel_embedding(torch.nn.Embedding(n, d), shard_across_embedding=s): the
+    full-size table and its tensor-parallel style (norm_type, which only max_norm reads, goes)."""
+    if not use_helper(t.ctx, "neuron_parallel_embedding"):
+        return None
+    values = bound_arguments(t.call, PARALLEL_EMBEDDING)
+    table_args = [cst.Arg(values["num_embeddings"]), cst.Arg(values["embedding_dim"])]
+    table_args += [keyword(k, values[k]) for k in ("device", "dtype") if k in values]
+    table = cst.Call(func=render("torch.nn.Embedding", t.ctx), args=with_commas(table_args))
+    args = [cst.Arg(table)]
+    args += [keyword(k, values[k]) for k in _EMBEDDING_KEYWORDS if k in values]
+    return cst.Call(func=cst.Name("neuron_parallel_embedding"), args=with_commas(args))

@@ -1,6 +1,7 @@
 from neuronx_distributed.parallel_layers import layers, mappings, parallel_state, utils  # noqa: F401
 from neuronx_distributed.parallel_layers.layers import (  # noqa: F401
     ColumnParallelLinear,
+    ParallelEmbedding,
     RowParallelLinear,
 )
 from neuronx_distributed.parallel_layers.mappings import (  # noqa: F401

@@ -1,6 +1,7 @@
-"""NxD's column- and row-parallel linear layers, initialised on the CPU as NxD does: one master
-weight of the full size (kaiming_uniform_(a=sqrt(5)) unless an init_method is given), split along
-the partition dimension, this rank keeping its part; the biases as NxD initialises them."""
+"""NxD's column- and row-parallel linear layers and its parallel embedding, initialised on the
+CPU as NxD does: one master weight of the full size (kaiming_uniform_(a=sqrt(5)) for a linear
+layer unless an init_method is given, normal_ for an embedding), split along the partition
+dimension, this rank keeping its part; the biases as NxD initialises them."""
 
 import math
 
@@ -106,3 +107,45 @@ class RowParallelLinear(_Parallel):
             input_ = scatter_to_tensor_model_parallel_region(input_)
         output = reduce_from_tensor_model_parallel_region(F.linear(input_, self.weight))
         return output + self.bias if self.bias is not None else output
+
+
+class ParallelEmbedding(torch.nn.Module):
+    """Split by vocabulary (each rank looks up the rows it holds, zeroes the others and the ranks'
+    results are summed) or, shard_across_embedding=True, by embedding feature (gathered)."""
+
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+        init_method=torch.nn.init.normal_,
+        device=None,
+        dtype=torch.float32,
+        shard_across_embedding=False,
+        pad=False,
+    ):
+        super().__init__()
+        assert padding_idx is None and max_norm is None and not pad, "not in the stand-in"
+        self.shard_across_embedding = shard_across_embedding
+        size = get_tensor_model_parallel_size()
+        dim = 1 if shard_across_embedding else 0
+        full = (num_embeddings, embedding_dim)
+        per_partition = divide(full[dim], size)
+        self.start_index = get_tensor_model_parallel_rank() * per_partition
+        self.end_index = self.start_index + per_partition
+        self.weight = Parameter(_master_part(full, per_partition, dim, init_method, dtype))
+
+    def forward(self, input_):
+        if self.shard_across_embedding:
+            output = F.embedding(input_.long(), self.weight)
+            return gather_from_tensor_model_parallel_region(output)
+        if get_tensor_model_parallel_size() == 1:
+            return reduce_from_tensor_model_parallel_region(F.embedding(input_, self.weight))
+        mask = (input_ >= self.start_index) & (input_ < self.end_index)
+        local = (input_.clone() - self.start_index) * mask.long()
+        output = F.embedding(local.long(), self.weight) * mask.unsqueeze(-1).float()
+        return reduce_from_tensor_model_parallel_region(output)
