@@ -5,7 +5,13 @@ whole. That the migrated programs train like the originals is shown by running t
 
 from __future__ import annotations
 
+import sys
+import types
+
+import pytest
+
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
+from neuron_migrate.rewrite.codemod.tp_helpers import DEVICE_MESH
 
 HEADER = """\
 import torch
@@ -164,3 +170,25 @@ def test_embeddings_become_full_size_tables_and_what_nxd_did_otherwise_stays_mar
     split = "neuron_parallel_embedding(torch.nn.Embedding(100, 8), shard_across_embedding=True)"
     assert f"self.b = {split}\n" in body
     assert body.rstrip().endswith("neuron_replicate_unsharded(self)")
+
+
+def test_the_mesh_made_in_one_migrated_module_is_found_from_another(monkeypatch) -> None:
+    """The layers may be built in a module other than the one that made the mesh; a lazy
+    module whose __getattr__ imports (and fails) is not asked."""
+    made, reader = types.ModuleType("made_here"), types.ModuleType("reads_it")
+    for module in (made, reader):
+        module.sys = sys  # the migrated file imports it for the helper
+        exec(DEVICE_MESH, module.__dict__)
+    lazy = types.ModuleType("lazy")
+
+    def _import_on_access(name: str) -> object:
+        raise ImportError(f"lazy {name}")
+
+    lazy.__getattr__ = _import_on_access  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "lazy", lazy)
+    monkeypatch.setitem(sys.modules, "made_here", made)
+    with pytest.raises(RuntimeError, match="no device mesh"):
+        reader.neuron_device_mesh()
+    mesh = object()
+    made.neuron_device_mesh.mesh = mesh
+    assert reader.neuron_device_mesh() is mesh

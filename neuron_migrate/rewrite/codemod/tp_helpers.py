@@ -21,8 +21,9 @@ def neuron_device_mesh():
     """The ("dp", "tp") DeviceMesh neuron_init_device_mesh made, here or in another migrated
     module of the program (NxD's parallel state was one for the process)."""
     mesh = getattr(neuron_device_mesh, "mesh", None)
-    if mesh is None:
-        found = (getattr(m, "neuron_device_mesh", None) for m in list(sys.modules.values()))
+    if mesh is None:  # a module's own names, not its __getattr__ (lazy modules import there)
+        modules = list(sys.modules.values())
+        found = (getattr(m, "__dict__", {}).get("neuron_device_mesh") for m in modules)
         mesh = next((f.mesh for f in found if getattr(f, "mesh", None) is not None), None)
         if mesh is None:
             raise RuntimeError(
