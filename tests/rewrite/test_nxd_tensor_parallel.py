@@ -192,3 +192,24 @@ def test_the_mesh_made_in_one_migrated_module_is_found_from_another(monkeypatch)
     mesh = object()
     made.neuron_device_mesh.mesh = mesh
     assert reader.neuron_device_mesh() is mesh
+
+
+def test_region_functions_become_redistributions_and_other_signatures_stay_marked() -> None:
+    source = (
+        "from neuronx_distributed.parallel_layers import mappings\n"
+        "from neuronx_distributed.parallel_layers import gather_from_tensor_model_parallel_region\n"
+        "a = mappings.reduce_from_tensor_model_parallel_region(y)\n"
+        "b = gather_from_tensor_model_parallel_region(input_=y)\n"
+        "c = mappings.gather_from_tensor_model_parallel_region(y, dim=0)\n"
+        "d = mappings.gather_from_sequence_parallel_region(y)\n"
+    )
+    assert _statuses(source) == [
+        ("NM840", "rewritten"),
+        ("NM840", "rewritten"),
+        ("NM840", "marked"),
+        ("NM832", "marked"),
+    ]
+    new = rewrite_source(source).new
+    assert "a = neuron_reduce_from_tp_region(y)\n" in new
+    assert "b = neuron_gather_from_tp_region(input_=y)\n" in new
+    assert "def neuron_gather_from_tp_region(input_):" in new  # NxD's parameter name

@@ -402,6 +402,10 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_column_parallel", tp_helpers.COLUMN_PARALLEL, uses=_MESH),
         Helper("neuron_row_parallel", tp_helpers.ROW_PARALLEL, uses=_MESH),
         Helper("neuron_parallel_embedding", tp_helpers.PARALLEL_EMBEDDING, uses=_MESH),
+        Helper("neuron_copy_to_tp_region", tp_helpers.COPY_TO_REGION, uses=_MESH),
+        Helper("neuron_reduce_from_tp_region", tp_helpers.REDUCE_FROM_REGION, uses=_MESH),
+        Helper("neuron_scatter_to_tp_region", tp_helpers.SCATTER_TO_REGION, uses=_MESH),
+        Helper("neuron_gather_from_tp_region", tp_helpers.GATHER_FROM_REGION, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
     )
 }

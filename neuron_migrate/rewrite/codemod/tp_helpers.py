@@ -114,3 +114,50 @@ def neuron_parallel_embedding(embedding, shard_across_embedding=False, init_meth
         style = RowwiseParallel(input_layouts=Replicate())
     return parallelize_module(embedding, neuron_device_mesh()["tp"], style)
 '''
+
+# NxD's region functions (parallel_layers.mappings) as DTensor redistributions over the mesh's
+# "tp" dimension: the placement a tensor is declared with, and the one it is redistributed to,
+# give NxD's forward collective and its backward one.
+COPY_TO_REGION = '''
+def neuron_copy_to_tp_region(input_):
+    """NxD's copy_to_tensor_model_parallel_region: `input_` as it is, its gradient summed over
+    the mesh's "tp" ranks."""
+    from torch.distributed.tensor import DTensor, Partial, Replicate
+
+    mesh = neuron_device_mesh()["tp"]
+    whole = DTensor.from_local(input_, mesh, [Replicate()], run_check=False)
+    return whole.to_local(grad_placements=[Partial()])
+'''
+
+REDUCE_FROM_REGION = '''
+def neuron_reduce_from_tp_region(input_):
+    """NxD's reduce_from_tensor_model_parallel_region: the sum of `input_` over the mesh's "tp"
+    ranks, its gradient passed through."""
+    from torch.distributed.tensor import DTensor, Partial, Replicate
+
+    mesh = neuron_device_mesh()["tp"]
+    partial = DTensor.from_local(input_, mesh, [Partial()], run_check=False)
+    return partial.redistribute(mesh, [Replicate()]).to_local()
+'''
+
+SCATTER_TO_REGION = '''
+def neuron_scatter_to_tp_region(input_):
+    """NxD's scatter_to_tensor_model_parallel_region: this rank's part of `input_` split along
+    its last dimension over the mesh's "tp" ranks, the parts' gradients gathered."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    mesh = neuron_device_mesh()["tp"]
+    whole = DTensor.from_local(input_, mesh, [Replicate()], run_check=False)
+    return whole.redistribute(mesh, [Shard(-1)]).to_local()
+'''
+
+GATHER_FROM_REGION = '''
+def neuron_gather_from_tp_region(input_):
+    """NxD's gather_from_tensor_model_parallel_region: the "tp" ranks' parts of `input_`
+    concatenated along the last dimension, the gradient split back."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    mesh = neuron_device_mesh()["tp"]
+    part = DTensor.from_local(input_, mesh, [Shard(-1)], run_check=False)
+    return part.redistribute(mesh, [Replicate()]).to_local()
+'''
