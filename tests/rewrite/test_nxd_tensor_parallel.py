@@ -72,9 +72,11 @@ def test_the_layers_become_full_size_linears_sharded_by_their_style() -> None:
         "        me.down = RowParallelLinear(4 * hidden, hidden, input_is_parallel=flag)\n"
     )
     body = _body(rewrite_source(source).new)
+    # an init_method: the layer made without its own initialisation, which the helper does
     assert (
-        "me.up = neuron_column_parallel(torch.nn.Linear(hidden, 4 * hidden, bias=False, "
-        "dtype=torch.bfloat16), gather_output=False, init_method=torch.nn.init.zeros_)\n"
+        "me.up = neuron_column_parallel(torch.nn.utils.skip_init(torch.nn.Linear, hidden, "
+        "4 * hidden, bias=False, dtype=torch.bfloat16), gather_output=False, "
+        "init_method=torch.nn.init.zeros_)\n"
     ) in body
     down = "neuron_row_parallel(torch.nn.Linear(4 * hidden, hidden), input_is_parallel=flag)"
     assert down in body

@@ -365,6 +365,7 @@ class NotMigrated:
 
 _SIZED = ("neuron_world_size",)
 _MESH = ("neuron_device_mesh",)
+_LAYER = ("neuron_device_mesh", "neuron_nxd_init")
 
 HELPERS: dict[str, Helper] = {
     h.name: h
@@ -399,9 +400,10 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_device_type", _DEVICE_TYPE),
         Helper("neuron_device_mesh", tp_helpers.DEVICE_MESH, ("sys",)),
         Helper("neuron_init_device_mesh", tp_helpers.INIT_DEVICE_MESH, uses=_MESH),
-        Helper("neuron_column_parallel", tp_helpers.COLUMN_PARALLEL, uses=_MESH),
-        Helper("neuron_row_parallel", tp_helpers.ROW_PARALLEL, uses=_MESH),
-        Helper("neuron_parallel_embedding", tp_helpers.PARALLEL_EMBEDDING, uses=_MESH),
+        Helper("neuron_nxd_init", tp_helpers.NXD_INIT),
+        Helper("neuron_column_parallel", tp_helpers.COLUMN_PARALLEL, uses=_LAYER),
+        Helper("neuron_row_parallel", tp_helpers.ROW_PARALLEL, uses=_LAYER),
+        Helper("neuron_parallel_embedding", tp_helpers.PARALLEL_EMBEDDING, uses=_LAYER),
         Helper("neuron_copy_to_tp_region", tp_helpers.COPY_TO_REGION, uses=_MESH),
         Helper("neuron_reduce_from_tp_region", tp_helpers.REDUCE_FROM_REGION, uses=_MESH),
         Helper("neuron_scatter_to_tp_region", tp_helpers.SCATTER_TO_REGION, uses=_MESH),

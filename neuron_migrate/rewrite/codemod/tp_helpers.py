@@ -33,18 +33,32 @@ def neuron_device_mesh():
     return mesh
 '''
 
+NXD_INIT = '''
+def neuron_nxd_init(module, init_method):
+    """NxD's initialisation with an init_method, in its order: the full weight filled by it,
+    then the bias (if any) drawn from nn.Linear's bound. The module is made without its own
+    initialisation (torch.nn.utils.skip_init), so the random numbers are NxD's."""
+    with torch.no_grad():
+        init_method(module.weight)
+        bias = getattr(module, "bias", None)
+        if bias is not None:
+            fan_in = module.weight.shape[1]
+            bound = fan_in**-0.5 if fan_in > 0 else 0
+            torch.nn.init.uniform_(bias, -bound, bound)
+    return module
+'''
+
 COLUMN_PARALLEL = '''
 def neuron_column_parallel(linear, gather_output=True, init_method=None):
     """NxD's ColumnParallelLinear: `linear`, built at full size, split by output feature over the
     mesh's "tp" dimension (ColwiseParallel). gather_output=True gives every rank the whole
-    output, False its own part. init_method fills the full weight before the split, as NxD
+    output, False its own part. An init_method fills the full weight before the split, as NxD
     filled its master weight."""
     from torch.distributed.tensor import Replicate
     from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 
     if init_method is not None:
-        with torch.no_grad():
-            init_method(linear.weight)
+        neuron_nxd_init(linear, init_method)
     style = ColwiseParallel(output_layouts=Replicate()) if gather_output else ColwiseParallel()
     return parallelize_module(linear, neuron_device_mesh()["tp"], style)
 '''
@@ -58,8 +72,7 @@ def neuron_row_parallel(linear, input_is_parallel=False, init_method=None):
     from torch.distributed.tensor.parallel import RowwiseParallel, parallelize_module
 
     if init_method is not None:
-        with torch.no_grad():
-            init_method(linear.weight)
+        neuron_nxd_init(linear, init_method)
     style = RowwiseParallel() if input_is_parallel else RowwiseParallel(input_layouts=Replicate())
     return parallelize_module(linear, neuron_device_mesh()["tp"], style)
 '''
@@ -106,8 +119,7 @@ def neuron_parallel_embedding(embedding, shard_across_embedding=False, init_meth
     )
 
     if init_method is not None:
-        with torch.no_grad():
-            init_method(embedding.weight)
+        neuron_nxd_init(embedding, init_method)
     if shard_across_embedding:
         style = ColwiseParallel(output_layouts=Replicate())
     else:

@@ -53,7 +53,8 @@ def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
     """ColumnParallelLinear(i, o, bias=b, gather_output=g) ->
     neuron_column_parallel(torch.nn.Linear(i, o, bias=b), gather_output=g) (RowParallelLinear:
     neuron_row_parallel, input_is_parallel): the full-size layer and its tensor-parallel style.
-    An init_method goes to the helper, which fills the full weight with it."""
+    With an init_method the layer is made by skip_init and the helper initialises it as NxD
+    did, the full weight first."""
     assert t.rule.rewrite is not None
     name = last_component(t.site.qualname or "")
     helper = t.rule.rewrite.option(name)
@@ -63,7 +64,7 @@ def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
     values = bound_arguments(t.call, params)
     linear_args = [cst.Arg(values["input_size"]), cst.Arg(values["output_size"])]
     linear_args += [keyword(k, values[k]) for k in _LINEAR_KEYWORDS if k in values]
-    linear = cst.Call(func=render("torch.nn.Linear", t.ctx), args=with_commas(linear_args))
+    linear = _built("torch.nn.Linear", linear_args, "init_method" in values, t)
     args = [cst.Arg(linear)]
     args += [keyword(k, values[k]) for k in (params[3], "init_method") if k in values]
     return cst.Call(func=cst.Name(helper), args=with_commas(args))
@@ -79,7 +80,16 @@ def nxd_parallel_embedding(t: CallTarget) -> cst.BaseExpression | None:
     values = bound_arguments(t.call, PARALLEL_EMBEDDING)
     table_args = [cst.Arg(values["num_embeddings"]), cst.Arg(values["embedding_dim"])]
     table_args += [keyword(k, values[k]) for k in ("device", "dtype") if k in values]
-    table = cst.Call(func=render("torch.nn.Embedding", t.ctx), args=with_commas(table_args))
+    table = _built("torch.nn.Embedding", table_args, "init_method" in values, t)
     args = [cst.Arg(table)]
     args += [keyword(k, values[k]) for k in _EMBEDDING_KEYWORDS if k in values]
     return cst.Call(func=cst.Name("neuron_parallel_embedding"), args=with_commas(args))
+
+
+def _built(cls: str, args: list[cst.Arg], own_init: bool, t: CallTarget) -> cst.Call:
+    """`cls(*args)`; with an init_method (`own_init`), `torch.nn.utils.skip_init(cls, *args)`:
+    the helper then initialises it in NxD's order, drawing NxD's random numbers."""
+    if not own_init:
+        return cst.Call(func=render(cls, t.ctx), args=with_commas(args))
+    skip = render("torch.nn.utils.skip_init", t.ctx)
+    return cst.Call(func=skip, args=with_commas([cst.Arg(render(cls, t.ctx)), *args]))
