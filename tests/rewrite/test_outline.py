@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from neuron_migrate.rewrite.codemod import engine, skeleton
+from neuron_migrate.rewrite.codemod import engine, skeleton, trim
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.rewrite.codemod.passes import INERT
 from neuron_migrate.rewrite.codemod.positions import printed
@@ -150,6 +150,97 @@ def test_layout_rewrites_as_the_whole_tree_does(name: str) -> None:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fixture_rewrites_as_the_whole_tree_does(path: Path) -> None:
     _assert_same(path.read_text(encoding="utf-8"))
+
+
+# Large statements' shapes (`trim.py`), each rewritten with every statement trimmed: the parts of
+# displays and calls around the lines that hold a site, in every form a part takes.
+TRIMMED = {
+    "rows around a site": HEADER + "\nrows = [\n    (1, 'a'),\n    ('é', {'k': [1,\n 2]}),\n"
+    "    dict(device='xla'),  # a site\n    *more,\n    (\n        parenthesized\n    ),\n"
+    "    lambda x: x,\n    f(x for x in y),\n    'a' 'b'\n    'c',\n]\n",
+    "arguments around a site's call": HEADER + "\n\ndef f(opt):\n    xm.optimizer_step(\n"
+    "        opt,\n        optimizer_args={'lr': 1,\n                        'm': 2},\n    )\n"
+    "    return g(\n        1,\n        *args,\n        key=[\n            3],\n"
+    "        device=xm.xla_device(),\n        **{'a':\n           1},\n    )\n",
+    "keys and values": HEADER + "\nconfig = {\n    'devices': ['xla',\n"
+    "                'cpu'],\n    ('tuple',\n     'key'): 1,\n    **defaults,\n"
+    "    'plain': {\n        'nested': 2},\n}\nconfig['x'] += [\n    1,\n    xm.xla_device(),\n"
+    "    2]\n",
+    "pieces on a site's line": HEADER + "\ndevs = [[1,\n  2], xm.xla_device(), [3,\n  4],\n"
+    "        [5,\n         6]]\n",
+}
+
+
+@contextmanager
+def _trimming_every_statement():
+    """Every kept line of simple statements has its site-less parts cut out, however small."""
+    with (
+        mock.patch.object(trim, "LARGE_STATEMENT", 0),
+        mock.patch.object(trim, "SMALLEST_PIECE", 0),
+    ):
+        yield
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_layout_trimmed_rewrites_as_the_whole_tree_does(name: str) -> None:
+    with _trimming_every_statement():
+        _assert_same(LAYOUTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(TRIMMED))
+def test_trimmed_shape_rewrites_as_the_whole_tree_does(name: str) -> None:
+    source = TRIMMED[name]
+    with _trimming_every_statement():
+        module = _outlined(source)
+        assert module is not None
+        assert printed(module).code == source
+        assert any(isinstance(n, skeleton.OpaqueExpression) for n in printed(module).extents)
+        _assert_same(source)
+        new = rewrite_source(source).new
+        assert rewrite_source(new).new == new
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_trimmed_rewrites_as_the_whole_tree_does(path: Path) -> None:
+    with _trimming_every_statement():
+        _assert_same(path.read_text(encoding="utf-8"))
+
+
+def _table(rows: int) -> str:
+    """A data table in the shape of torch's `op_db`: one statement of thousands of lines, a
+    torch_xla device string in two of its rows, one a site's call."""
+    lines = [HEADER, "\n", "op_db: list = [\n"]
+    for row in range(rows):
+        device = "'xla'" if row in (7, rows - 3) else "'cpu'"
+        lines.append(
+            f"    OpInfo('op{row}',\n"
+            f"           dtypes=(torch.float32, torch.bfloat16),  # row {row}\n"
+            f"           skips=(DecorateInfo(unittest.skip('no'), 'T', device_type={device}),\n"
+            f"                  DecorateInfo(unittest.expectedFailure, 'T', 'test_{row}'),),\n"
+            f"           sample_inputs_func=lambda op, d: [make(d, {{'n': {row}}})]),\n"
+        )
+    lines.append("    OpInfo('step', ref=xm.mark_step, device=xm.xla_device())]\n")
+    return "".join(lines)
+
+
+def test_large_statement_is_outlined_below_the_statement() -> None:
+    """libcst parses the rows that hold a site, not the whole table (its parse costs about
+    0.85 KB a character), and the rewrite is the whole tree's."""
+    source = _table(400)
+    module = _outlined(source)
+    assert module is not None
+    assert printed(module).code == source
+    pieces = [n for n in printed(module).extents if isinstance(n, skeleton.OpaqueExpression)]
+    assert len(pieces) > 400 - 3  # every row without a site, then parts of those with one
+    tree = ast.parse(source)
+    index = SiteIndex(find_sites(source, tree), load_ruleset())
+    xla = SourceText(source).occurrences("torch_xla").lines()
+    parsed = skeleton.outline(source, tree, index.lines(), xla).text
+    assert len(parsed) < len(source) // 5  # a placeholder a row
+    _assert_same(source)
+    new = rewrite_source(source).new
+    assert new.count("device_type='neuron'") == 2
+    assert 'device=torch.device("neuron")' in new
 
 
 def test_unwrapped_top_level_block_is_reindented() -> None:

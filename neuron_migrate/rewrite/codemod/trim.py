@@ -1,0 +1,119 @@
+"""The outline below the statement: a large kept statement with its site-less parts cut out.
+
+The outline (`outline.py`) keeps whole every statement that holds a site. libcst's parser needs
+about 0.85 KB a character of what it parses, so a data table of thousands of lines with one site
+in it (torch's `op_db`) costs hundreds of MB. In a line of simple statements longer than
+`LARGE_STATEMENT`, each element of a display (list, tuple, set, dict) and each argument of a call
+on no line that makes a statement stay (a site, a torch_xla mention) is cut out as a `Piece` and
+replaced by a placeholder name; `skeleton.py` puts, in its place, a node that prints the piece's
+source. The same rule the outline applies to statements, one level down: the passes see every
+line that holds a site. A call that starts on a site's line is kept whole, arguments included,
+as the call a rule acts on may be.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+PIECE = "__neuron_migrate_piece_{}__"
+# Characters of a line of simple statements from which its site-less parts are cut out: libcst
+# parses one this long in about 14 MB. (Module attributes: tests lower them.)
+LARGE_STATEMENT = 16_384
+# A part shorter than this stays: cutting it out spares nothing.
+SMALLEST_PIECE = 64
+
+_ENTERED = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call)
+_VALUED = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """An expression cut out of a kept statement: its source, first token to last."""
+
+    text: str
+
+
+def trimmed(
+    lines: list[str],
+    first: int,
+    last: int,
+    stmts: Iterable[ast.stmt],
+    keep: list[int],
+    sites: list[int],
+    numbered: int,
+) -> tuple[str, dict[str, Piece]] | None:
+    """The text of lines `first`..`last` (a line of simple statements, `stmts`) with its
+    site-less parts replaced by placeholders named from `numbered` on, and what each stands
+    for; None when it is short or nothing is cut. `keep` and `sites`: sorted lines."""
+    if sum(len(lines[n]) for n in range(first - 1, last)) < LARGE_STATEMENT:
+        return None
+    spans = sorted(_cuttable(stmts, keep, sites))
+    if not spans:
+        return None
+    starts = [0]
+    for number in range(first - 1, last):
+        starts.append(starts[-1] + len(lines[number]))
+    text = "".join(lines[first - 1 : last])
+    out: list[str] = []
+    pieces: dict[str, Piece] = {}
+    at = 0
+    for line, column, end_line, end_column in spans:
+        start = starts[line - first] + _characters(lines[line - 1], column)
+        end = starts[end_line - first] + _characters(lines[end_line - 1], end_column)
+        name = PIECE.format(numbered + len(pieces))
+        pieces[name] = Piece(text[start:end])
+        out.append(text[at:start])
+        out.append(name)
+        at = end
+    out.append(text[at:])
+    return "".join(out), pieces
+
+
+def _cuttable(
+    stmts: Iterable[ast.stmt], keep: list[int], sites: list[int]
+) -> Iterator[tuple[int, int, int, int]]:
+    """The spans (ast's: UTF-8 columns) of the parts to cut out, none inside another."""
+    stack: list[ast.expr] = [s.value for s in stmts if isinstance(s, _VALUED) and s.value]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, _ENTERED):
+            continue
+        if isinstance(node, ast.Call) and _any_between(sites, node.lineno, node.lineno):
+            continue  # a site's own call, maybe: its rule may read every argument
+        for child in _parts(node):
+            end_line = child.end_lineno or child.lineno
+            if _any_between(keep, child.lineno, end_line):
+                stack.append(child)
+            elif end_line > child.lineno or (child.end_col_offset or 0) - child.col_offset >= (
+                SMALLEST_PIECE
+            ):
+                yield (child.lineno, child.col_offset, end_line, child.end_col_offset or 0)
+
+
+def _parts(node: ast.expr) -> Iterator[ast.expr]:
+    """The parts of a display or call a placeholder name may stand for: its elements, keys,
+    values and arguments (a starred one's value: the star stays)."""
+    if isinstance(node, ast.Dict):
+        found: list[ast.expr] = [k for k in node.keys if k is not None] + node.values
+    elif isinstance(node, ast.Call):
+        found = [*node.args, *(k.value for k in node.keywords)]
+    else:
+        found = list(node.elts)  # type: ignore[attr-defined]
+    for part in found:
+        part = part.value if isinstance(part, ast.Starred) else part
+        # A generator expression may share its parentheses with the call around it.
+        if not isinstance(part, ast.GeneratorExp):
+            yield part
+
+
+def _any_between(lines: list[int], first: int, last: int) -> bool:
+    at = bisect.bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= last
+
+
+def _characters(line: str, offset: int) -> int:
+    """A UTF-8 column of `line` (as ast gives it) in characters."""
+    return offset if line.isascii() else len(line.encode()[:offset].decode())
