@@ -166,6 +166,10 @@ TRIMMED = {
     "                'cpu'],\n    ('tuple',\n     'key'): 1,\n    **defaults,\n"
     "    'plain': {\n        'nested': 2},\n}\nconfig['x'] += [\n    1,\n    xm.xla_device(),\n"
     "    2]\n",
+    # `xm` read where the site finder sees a comprehension's variable: the import pass counts
+    # it as a read of the import (so does the whole tree), parsing the piece that holds it.
+    "an import's name in a piece": HEADER + "\nrows = [\n    [xm for xm in\n     range(3)],\n"
+    "    dict(device='xla'),\n]\n",
     "pieces on a site's line": HEADER + "\ndevs = [[1,\n  2], xm.xla_device(), [3,\n  4],\n"
     "        [5,\n         6]]\n",
 }

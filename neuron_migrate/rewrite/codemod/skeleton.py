@@ -125,6 +125,10 @@ class OpaqueExpression(cst.BaseExpression):
         with self._parenthesize(state):
             state.add_token(self.piece.text)
 
+    def parse(self) -> cst.BaseExpression:
+        """The piece parsed on its own (in parentheses: it may span lines)."""
+        return cst.parse_expression(f"({self.piece.text})")
+
 
 class _PutPiecesBack(cst.CSTTransformer):
     def __init__(self, cuts: dict[str, Cut | Headers | Piece]) -> None:
