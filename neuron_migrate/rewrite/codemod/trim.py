@@ -9,21 +9,34 @@ replaced by a placeholder name; `skeleton.py` puts, in its place, a node that pr
 source. The same rule the outline applies to statements, one level down: the passes see every
 line that holds a site. A call that starts on a site's line is kept whole, arguments included,
 as the call a rule acts on may be.
+
+What is left of such a statement may still be long: a list of 120,000 calls that are all sites
+(libcst: 2 GB). Past `largest_parsed()` characters of code (a placeholder counted as a few) the
+file is not rewritten (`StatementTooLarge`, reported as a `too_large_statement` error).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from neuron_migrate.rewrite.codemod.results import StatementTooLarge
 
 PIECE = "__neuron_migrate_piece_{}__"
 # Characters of a line of simple statements from which its site-less parts are cut out: libcst
 # parses one this long in about 14 MB. (Module attributes: tests lower them.)
 LARGE_STATEMENT = 16_384
-# A part shorter than this stays: cutting it out spares nothing.
-SMALLEST_PIECE = 64
+# A part shorter than this stays: cutting it out spares little.
+SMALLEST_PIECE = 16
+# What a placeholder costs libcst, in characters of code (about 4.7 KB a placeholder, 0.85 KB a
+# character of dense code).
+PLACEHOLDER_COST = 6
+# Characters of a trimmed statement libcst is handed at most (its parse: about 55 MB);
+# NEURON_MIGRATE_MAX_STATEMENT changes it (0: none). Checked from LARGE_STATEMENT on.
+DEFAULT_LARGEST_PARSED = 65_536
 
 _ENTERED = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call)
 _VALUED = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
@@ -47,11 +60,16 @@ def trimmed(
 ) -> tuple[str, dict[str, Piece]] | None:
     """The text of lines `first`..`last` (a line of simple statements, `stmts`) with its
     site-less parts replaced by placeholders named from `numbered` on, and what each stands
-    for; None when it is short or nothing is cut. `keep` and `sites`: sorted lines."""
-    if sum(len(lines[n]) for n in range(first - 1, last)) < LARGE_STATEMENT:
+    for; None when it is short or nothing is cut. `keep` and `sites`: sorted lines. Raises
+    StatementTooLarge when what is left is longer than `largest_parsed()`."""
+    size = sum(len(lines[n]) for n in range(first - 1, last))
+    if size < LARGE_STATEMENT:
         return None
     spans = sorted(_cuttable(stmts, keep, sites))
+    limit = largest_parsed()
     if not spans:
+        if limit and size > limit:
+            raise StatementTooLarge(first, size, limit)
         return None
     starts = [0]
     for number in range(first - 1, last):
@@ -69,7 +87,19 @@ def trimmed(
         out.append(name)
         at = end
     out.append(text[at:])
-    return "".join(out), pieces
+    kept = "".join(out)
+    cost = len(kept) - sum(map(len, pieces)) + PLACEHOLDER_COST * len(pieces)
+    if limit and cost > limit:
+        raise StatementTooLarge(first, cost, limit)
+    return kept, pieces
+
+
+def largest_parsed() -> int:
+    """`DEFAULT_LARGEST_PARSED`, or NEURON_MIGRATE_MAX_STATEMENT (0: no limit)."""
+    try:
+        return int(os.environ.get("NEURON_MIGRATE_MAX_STATEMENT", DEFAULT_LARGEST_PARSED))
+    except ValueError:
+        return DEFAULT_LARGEST_PARSED
 
 
 def _cuttable(
