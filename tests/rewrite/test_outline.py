@@ -170,6 +170,16 @@ TRIMMED = {
     # it as a read of the import (so does the whole tree), parsing the piece that holds it.
     "an import's name in a piece": HEADER + "\nrows = [\n    [xm for xm in\n     range(3)],\n"
     "    dict(device='xla'),\n]\n",
+    # A taken guard's branch moves one block out: the pieces' continuation lines follow it, as
+    # libcst's whitespace does, but for the lines inside a string.
+    "pieces in a branch that moves out": "import torch\ntry:\n"
+    "    import torch_xla.core.xla_model as xm\n    HAS_XLA = True\nexcept ImportError:\n"
+    "    HAS_XLA = False\n\n\ndef f():\n    if HAS_XLA:\n        rows = [\n            (1,\n"
+    "             # a comment\n\n             2),\n            xm.xla_device(),\n"
+    "            '''text\n        inside\n            a string''',\n"
+    "            ('a'\n             'b'),\n            f(1,  # one\n"
+    '              x="""\n            more"""),\n        ]\n    else:\n        rows = []\n'
+    "    return rows\n",
     "pieces on a site's line": HEADER + "\ndevs = [[1,\n  2], xm.xla_device(), [3,\n  4],\n"
     "        [5,\n         6]]\n",
 }

@@ -123,7 +123,17 @@ class OpaqueExpression(cst.BaseExpression):
 
     def _codegen_impl(self, state: CodegenState) -> None:
         with self._parenthesize(state):
-            state.add_token(self.piece.text)
+            piece = self.piece
+            if not piece.reindented:
+                state.add_token(piece.text)
+                return
+            lines = piece.lines()
+            reindented = frozenset(piece.reindented)
+            for k, line in enumerate(lines):
+                if k in reindented:  # the block's indentation, wherever the statement is now
+                    state.add_indent_tokens()
+                    line = line[len(piece.indent) :]
+                state.add_token(line if k == len(lines) - 1 else line + "\n")
 
     def parse(self) -> cst.BaseExpression:
         """The piece parsed on its own (in parentheses: it may span lines)."""

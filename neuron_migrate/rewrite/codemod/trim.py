@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
 import os
+import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -44,9 +46,17 @@ _VALUED = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 
 @dataclass(frozen=True)
 class Piece:
-    """An expression cut out of a kept statement: its source, first token to last."""
+    """An expression cut out of a kept statement: its source, first token to last. As libcst
+    does with the whitespace between tokens, each later line that starts with the block's
+    indentation, outside a string, holds it as that indentation (`reindented`, by index in the
+    piece's lines), so that the piece follows its statement to another block."""
 
     text: str
+    indent: str = ""  # the indentation of the block around the statement
+    reindented: tuple[int, ...] = ()
+
+    def lines(self) -> list[str]:
+        return self.text.split("\n")
 
 
 def trimmed(
@@ -75,14 +85,17 @@ def trimmed(
     for number in range(first - 1, last):
         starts.append(starts[-1] + len(lines[number]))
     text = "".join(lines[first - 1 : last])
+    indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip(" "))]
     out: list[str] = []
     pieces: dict[str, Piece] = {}
     at = 0
     for line, column, end_line, end_column in spans:
         start = starts[line - first] + _characters(lines[line - 1], column)
         end = starts[end_line - first] + _characters(lines[end_line - 1], end_column)
+        if "\\\n" in text[start:end]:
+            continue  # a backslash's next line keeps its indentation in libcst: left to it
         name = PIECE.format(numbered + len(pieces))
-        pieces[name] = Piece(text[start:end])
+        pieces[name] = _piece(text[start:end], indent)
         out.append(text[at:start])
         out.append(name)
         at = end
@@ -100,6 +113,28 @@ def largest_parsed() -> int:
         return int(os.environ.get("NEURON_MIGRATE_MAX_STATEMENT", DEFAULT_LARGEST_PARSED))
     except ValueError:
         return DEFAULT_LARGEST_PARSED
+
+
+def _piece(text: str, indent: str) -> Piece:
+    """`text` as a piece of a statement in a block indented by `indent`."""
+    if "\n" not in text:
+        return Piece(text)
+    lines = text.split("\n")
+    inside = _in_strings(text) if '"""' in text or "'''" in text else set()
+    reindented = tuple(
+        k for k in range(1, len(lines)) if k not in inside and lines[k].startswith(indent)
+    )
+    return Piece(text, indent, reindented)
+
+
+def _in_strings(text: str) -> set[int]:
+    """The lines of `text` (by index) that start inside a string token."""
+    inside: set[int] = set()
+    tokens = tokenize.generate_tokens(io.StringIO(f"({text})").readline)
+    for token in tokens:
+        if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+            inside.update(range(token.start[0], token.end[0]))  # rows are 1-based
+    return inside
 
 
 def _cuttable(
