@@ -378,7 +378,7 @@ GAPS = ["", "\n", "# note\n", "\n# note\n", "    # deeper note\n", "# xm note\n"
 
 
 @st.composite
-def _block(draw, depth: int, counter: list[int]) -> list[str]:
+def _block(draw, depth: int, counter: list[int], simple: list[str] = SIMPLE) -> list[str]:
     lines: list[str] = []
     for _ in range(draw(st.integers(1, 4))):
         gap = draw(st.sampled_from(GAPS))
@@ -387,23 +387,34 @@ def _block(draw, depth: int, counter: list[int]) -> list[str]:
             counter[0] += 1
             header = draw(st.sampled_from(HEADERS)).format(n=counter[0])
             lines.extend(header.splitlines())
-            body = draw(_block(depth + 1, counter))
+            body = draw(_block(depth + 1, counter, simple))
             lines.extend("    " + line if line.strip() else line for line in body)
             if header == "try:":
                 lines.append("except ImportError:")
                 lines.append("    pass")
             elif header in ("if flag:", "for i in range(3):") and draw(st.booleans()):
                 lines.append("else:")
-                lines.extend("    " + line for line in draw(_block(depth + 1, counter)))
+                lines.extend("    " + line for line in draw(_block(depth + 1, counter, simple)))
         else:
-            lines.append(draw(st.sampled_from(SIMPLE)))
+            lines.extend(draw(st.sampled_from(simple)).split("\n"))
     return lines
 
 
 @st.composite
-def _programs(draw) -> str:
-    body = draw(_block(0, [0]))
+def _programs(draw, simple: list[str] = SIMPLE) -> str:
+    body = draw(_block(0, [0], simple))
     return HEADER + "\n" + "\n".join(body) + draw(st.sampled_from(["\n", "", "\n\n# end\n"]))
+
+
+# Statements with parts on lines of their own, sites or not, for the trimmed layouts.
+TRIMMABLE = [
+    *SIMPLE,
+    "rows = [\n    (1,\n     2),\n    xm.xla_device(),\n    {'k': [3,\n           4]},\n]",
+    "cfg = dict(\n    a=[1,\n       2],\n    dev=xm.xla_device(),\n    s='''x\n  y''',\n)",
+    "return [\n    1,\n    2]",
+    "z = f(a,\n      b,  # c\n      device='xla')",
+    "w = g(\n    *args,\n    k=xm.xla_device(),\n    **{'a':\n       1})",
+]
 
 
 def _valid(text: str) -> bool:
@@ -421,3 +432,13 @@ def test_random_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
     outlined = _outlined(program)
     for module in (cst.parse_module(program), *([outlined] if outlined is not None else [])):
         _assert_prints_as_libcst(module, program)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_programs(TRIMMABLE).filter(_valid))
+def test_random_trimmed_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
+    with _trimming_every_statement():
+        _assert_same(program)
+        outlined = _outlined(program)
+    if outlined is not None:
+        assert printed(outlined).code == program
