@@ -80,3 +80,20 @@ def test_the_file_is_an_error_not_cached_and_the_run_exits_2(
     assert report["errors"] == []
     assert report["summary"]["from_cache"] == 1  # plain.py only
     assert report["summary"]["rewritten"] == 1500 + 1
+
+
+def test_a_notebook_is_refused_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neuron_migrate.rewrite.rewriter import rewrite_file
+    from neuron_migrate.ruleset import load_ruleset
+    from tests.report.test_notebooks import notebook_text
+
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": []}
+    text = notebook_text([{**cell, "source": DENSE.splitlines(keepends=True)}])
+    path = tmp_path / "dense.ipynb"
+    path.write_text(text)
+    monkeypatch.setenv("NEURON_MIGRATE_MAX_STATEMENT", LIMIT)
+    result = rewrite_file(str(path), "dense.ipynb", load_ruleset(), unsafe=False)
+    assert result.error is not None and result.error.kind == "too_large_statement"
+    assert result.new == result.old == text
