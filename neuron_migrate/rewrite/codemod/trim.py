@@ -101,7 +101,8 @@ def trimmed(
         at = end
     out.append(text[at:])
     kept = "".join(out)
-    cost = len(kept) - sum(map(len, pieces)) + PLACEHOLDER_COST * len(pieces)
+    names = sum(len(name) for name in pieces)
+    cost = len(kept) - names + PLACEHOLDER_COST * len(pieces)  # what libcst pays for
     if limit and cost > limit:
         raise StatementTooLarge(first, cost, limit)
     return kept, pieces
