@@ -90,12 +90,13 @@ def migrated(text: str, where: Place) -> FileRewrite:
 def migrated_line(text: str, where: Place, line: int) -> str | None:
     """The text with only the sites on `line` (1-based) migrated, and the imports and helpers
     they need, as `rewrite` migrates them; None when the rewrite cannot (the text does not
-    parse, or the output would not)."""
+    parse, the output would not, or a statement holding a site is too large)."""
     from neuron_migrate.rewrite.codemod.engine import RewriteFailed, rewrite_source
+    from neuron_migrate.rewrite.codemod.results import StatementTooLarge
 
     rules = context(where.target).rules
     try:
         with collecting_less(FEW_CYCLES):
             return rewrite_source(text, rules, unsafe=False, target=where.target, line=line).new
-    except (SyntaxError, RewriteFailed):
+    except (SyntaxError, RewriteFailed, StatementTooLarge):
         return None

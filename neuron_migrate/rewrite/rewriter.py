@@ -29,7 +29,7 @@ from neuron_migrate.project.discover import (
     unlisted_folder,
 )
 from neuron_migrate.project.source import decode, read_bytes, syntax_error
-from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed, StatementTooLarge
 from neuron_migrate.rewrite.leftovers import (
     IMPORT_MARKERS,
     stood_in_names,
@@ -52,6 +52,11 @@ if TYPE_CHECKING:
     from neuron_migrate.rewrite.codemod.engine import SourceRewrite
 
 SCHEMA_VERSION = 1
+# The error of a file holding a statement too long to parse (`codemod.trim`): like a timeout, a
+# verdict of this run's settings (NEURON_MIGRATE_MAX_STATEMENT), not cached, and the run exits 2.
+TOO_LARGE_STATEMENT = "too_large_statement"
+# Files left as they were though they may need a change.
+_FAILED = ("internal", "timeout", TOO_LARGE_STATEMENT)
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,9 @@ def _migrated(
         return FileRewrite(
             path, display, source, source, error=FileError(display, str(exc), "internal")
         )
+    except StatementTooLarge as exc:
+        error = FileError(display, str(exc), TOO_LARGE_STATEMENT)
+        return FileRewrite(path, display, source, source, error=error)
     except OverBudget:
         raise
     except Exception as exc:  # a bug in a transform must not end the run over the tree
@@ -346,6 +354,9 @@ def _rewrite_notebook(
         return FileRewrite(
             path, display, text, text, error=FileError(display, str(exc), "internal")
         )
+    except StatementTooLarge as exc:
+        error = FileError(display, str(exc), TOO_LARGE_STATEMENT)
+        return FileRewrite(path, display, text, text, error=error)
     return FileRewrite(path, display, text, new, outcomes=tuple(outcomes), refused=tuple(refused))
 
 
@@ -541,11 +552,7 @@ def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
     """`result`, put in the cache unless a bug made it (an internal error, a site refused) or
     it ran out of time (a slower moment's verdict)."""
     error = result.error
-    if (
-        job.key is None
-        or result.refused
-        or (error is not None and error.kind in ("internal", "timeout"))
-    ):
+    if job.key is None or result.refused or (error is not None and error.kind in _FAILED):
         return result
     header = diff_header(diff_path(job.path, job.display))
     patch = result.patch
@@ -853,9 +860,9 @@ class RewriteSummary:
 
     @property
     def failed(self) -> list[FileError]:
-        """The files the codemod failed on or ran out of time on: left as they were, though
-        they may need a change (the run exits 2)."""
-        return [e for e in self.errors if e.kind in ("internal", "timeout")]
+        """The files the codemod failed on, ran out of time on or would not parse (a statement
+        too large): left as they were, though they may need a change (the run exits 2)."""
+        return [e for e in self.errors if e.kind in _FAILED]
 
     def rules_json(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -84,6 +84,8 @@ PROGRAMS_UNDER_TEST = [
     Program("spawn_optional_ddp", "spawn", ("--ddp",), complete=True),
     Program("launch_own_init", "spawn", complete=True),
     Program("launch_own_init", "spawn", ("--backend", "xla"), complete=True),
+    # one statement of 23 KB holding a site: libcst parses only the rows with one
+    Program("sweep_table", "torchrun", complete=True),
 ]
 
 
@@ -216,6 +218,15 @@ def test_migrated_program_runs_like_the_original(
         assert "TODO(neuron-migrate" not in (tree / "train.py").read_text()
     done = _migrated_run(tree, program, processes)
     _check(done, _reference_run(program, processes), processes)
+
+
+def test_sweep_table_is_rewritten_below_the_statement() -> None:
+    """The sweep table stays larger than the statements the rewrite parses whole."""
+    from neuron_migrate.rewrite.codemod import trim
+
+    source = (PROGRAMS / "sweep_table" / "train.py").read_text()
+    table = source[source.index("SWEEP = [") : source.index("\n]\n")]
+    assert len(table) > trim.LARGE_STATEMENT
 
 
 _REWRITE = [sys.executable, "-m", "neuron_migrate", "rewrite", "--format", "json", "."]

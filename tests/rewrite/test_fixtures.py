@@ -86,3 +86,12 @@ def test_no_torch_xla_import_left_without_a_marker(case):
                 assert above.startswith(TODO_PREFIX), (
                     f"line {node.lineno}: {lines[node.lineno - 1]}"
                 )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_crlf_file_rewrites_as_its_lf_twin(case):
+    """A file whose lines end with "\\r\\n" rewrites as the same file with "\\n" does, every
+    line of the output ending with "\\r\\n" (the helpers' docstrings included)."""
+    source = _read(f"{case}.in.py").replace("\n", "\r\n")
+    new = rewrite_source(source).new
+    assert new == _read(f"{case}.out.py").replace("\n", "\r\n")

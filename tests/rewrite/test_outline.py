@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from neuron_migrate.rewrite.codemod import engine, skeleton
+from neuron_migrate.rewrite.codemod import engine, skeleton, trim
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
 from neuron_migrate.rewrite.codemod.passes import INERT
 from neuron_migrate.rewrite.codemod.positions import printed
@@ -152,6 +152,111 @@ def test_fixture_rewrites_as_the_whole_tree_does(path: Path) -> None:
     _assert_same(path.read_text(encoding="utf-8"))
 
 
+# Large statements' shapes (`trim.py`), each rewritten with every statement trimmed: the parts of
+# displays and calls around the lines that hold a site, in every form a part takes.
+TRIMMED = {
+    "rows around a site": HEADER + "\nrows = [\n    (1, 'a'),\n    ('é', {'k': [1,\n 2]}),\n"
+    "    dict(device='xla'),  # a site\n    *more,\n    (\n        parenthesized\n    ),\n"
+    "    lambda x: x,\n    f(x for x in y),\n    'a' 'b'\n    'c',\n]\n",
+    "arguments around a site's call": HEADER + "\n\ndef f(opt):\n    xm.optimizer_step(\n"
+    "        opt,\n        optimizer_args={'lr': 1,\n                        'm': 2},\n    )\n"
+    "    return g(\n        1,\n        *args,\n        key=[\n            3],\n"
+    "        device=xm.xla_device(),\n        **{'a':\n           1},\n    )\n",
+    "keys and values": HEADER + "\nconfig = {\n    'devices': ['xla',\n"
+    "                'cpu'],\n    ('tuple',\n     'key'): 1,\n    **defaults,\n"
+    "    'plain': {\n        'nested': 2},\n}\nconfig['x'] += [\n    1,\n    xm.xla_device(),\n"
+    "    2]\n",
+    # `xm` read where the site finder sees a comprehension's variable: the import pass counts
+    # it as a read of the import (so does the whole tree), parsing the piece that holds it.
+    "an import's name in a piece": HEADER + "\nrows = [\n    [xm for xm in\n     range(3)],\n"
+    "    dict(device='xla'),\n]\n",
+    # A taken guard's branch moves one block out: the pieces' continuation lines follow it, as
+    # libcst's whitespace does, but for the lines inside a string.
+    "pieces in a branch that moves out": "import torch\ntry:\n"
+    "    import torch_xla.core.xla_model as xm\n    HAS_XLA = True\nexcept ImportError:\n"
+    "    HAS_XLA = False\n\n\ndef f():\n    if HAS_XLA:\n        rows = [\n            (1,\n"
+    "             # a comment\n\n             2),\n            xm.xla_device(),\n"
+    "            '''text\n        inside\n            a string''',\n"
+    "            ('a'\n             'b'),\n            f(1,  # one\n"
+    '              x="""\n            more"""),\n        ]\n    else:\n        rows = []\n'
+    "    return rows\n",
+    "pieces on a site's line": HEADER + "\ndevs = [[1,\n  2], xm.xla_device(), [3,\n  4],\n"
+    "        [5,\n         6]]\n",
+}
+
+
+@contextmanager
+def _trimming_every_statement():
+    """Every kept line of simple statements has its site-less parts cut out, however small."""
+    with (
+        mock.patch.object(trim, "LARGE_STATEMENT", 0),
+        mock.patch.object(trim, "SMALLEST_PIECE", 0),
+    ):
+        yield
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_layout_trimmed_rewrites_as_the_whole_tree_does(name: str) -> None:
+    with _trimming_every_statement():
+        _assert_same(LAYOUTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(TRIMMED))
+def test_trimmed_shape_rewrites_as_the_whole_tree_does(name: str) -> None:
+    source = TRIMMED[name]
+    with _trimming_every_statement():
+        module = _outlined(source)
+        assert module is not None
+        assert printed(module).code == source
+        assert any(isinstance(n, skeleton.OpaqueExpression) for n in printed(module).extents)
+        _assert_same(source)
+        new = rewrite_source(source).new
+        assert rewrite_source(new).new == new
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_trimmed_rewrites_as_the_whole_tree_does(path: Path) -> None:
+    with _trimming_every_statement():
+        _assert_same(path.read_text(encoding="utf-8"))
+
+
+def _table(rows: int) -> str:
+    """A data table in the shape of torch's `op_db`: one statement of thousands of lines, a
+    torch_xla device string in two of its rows, one a site's call."""
+    lines = [HEADER, "\n", "op_db: list = [\n"]
+    for row in range(rows):
+        device = "'xla'" if row in (7, rows - 3) else "'cpu'"
+        lines.append(
+            f"    OpInfo('op{row}',\n"
+            f"           dtypes=(torch.float32, torch.bfloat16),  # row {row}\n"
+            f"           skips=(DecorateInfo(unittest.skip('no'), 'T', device_type={device}),\n"
+            f"                  DecorateInfo(unittest.expectedFailure, 'T', 'test_{row}'),),\n"
+            f"           sample_inputs_func=lambda op, d: [make(d, {{'n': {row}}})]),\n"
+        )
+    lines.append("    OpInfo('step', ref=xm.mark_step, device=xm.xla_device())]\n")
+    return "".join(lines)
+
+
+def test_large_statement_is_outlined_below_the_statement() -> None:
+    """libcst parses the rows that hold a site, not the whole table (its parse costs about
+    0.85 KB a character), and the rewrite is the whole tree's."""
+    source = _table(400)
+    module = _outlined(source)
+    assert module is not None
+    assert printed(module).code == source
+    pieces = [n for n in printed(module).extents if isinstance(n, skeleton.OpaqueExpression)]
+    assert len(pieces) > 400 - 3  # every row without a site, then parts of those with one
+    tree = ast.parse(source)
+    index = SiteIndex(find_sites(source, tree), load_ruleset())
+    xla = SourceText(source).occurrences("torch_xla").lines()
+    parsed = skeleton.outline(source, tree, index.lines(), xla).text
+    assert len(parsed) < len(source) // 5  # a placeholder a row
+    _assert_same(source)
+    new = rewrite_source(source).new
+    assert new.count("device_type='neuron'") == 2
+    assert 'device=torch.device("neuron")' in new
+
+
 def test_unwrapped_top_level_block_is_reindented() -> None:
     new = rewrite_source(LAYOUTS["top-level step context"]).new
     assert "\nx = torch.ones(2)\nif x.sum() > 0:\n    y = x * 2\n" in new
@@ -273,7 +378,7 @@ GAPS = ["", "\n", "# note\n", "\n# note\n", "    # deeper note\n", "# xm note\n"
 
 
 @st.composite
-def _block(draw, depth: int, counter: list[int]) -> list[str]:
+def _block(draw, depth: int, counter: list[int], simple: list[str] = SIMPLE) -> list[str]:
     lines: list[str] = []
     for _ in range(draw(st.integers(1, 4))):
         gap = draw(st.sampled_from(GAPS))
@@ -282,23 +387,34 @@ def _block(draw, depth: int, counter: list[int]) -> list[str]:
             counter[0] += 1
             header = draw(st.sampled_from(HEADERS)).format(n=counter[0])
             lines.extend(header.splitlines())
-            body = draw(_block(depth + 1, counter))
+            body = draw(_block(depth + 1, counter, simple))
             lines.extend("    " + line if line.strip() else line for line in body)
             if header == "try:":
                 lines.append("except ImportError:")
                 lines.append("    pass")
             elif header in ("if flag:", "for i in range(3):") and draw(st.booleans()):
                 lines.append("else:")
-                lines.extend("    " + line for line in draw(_block(depth + 1, counter)))
+                lines.extend("    " + line for line in draw(_block(depth + 1, counter, simple)))
         else:
-            lines.append(draw(st.sampled_from(SIMPLE)))
+            lines.extend(draw(st.sampled_from(simple)).split("\n"))
     return lines
 
 
 @st.composite
-def _programs(draw) -> str:
-    body = draw(_block(0, [0]))
+def _programs(draw, simple: list[str] = SIMPLE) -> str:
+    body = draw(_block(0, [0], simple))
     return HEADER + "\n" + "\n".join(body) + draw(st.sampled_from(["\n", "", "\n\n# end\n"]))
+
+
+# Statements with parts on lines of their own, sites or not, for the trimmed layouts.
+TRIMMABLE = [
+    *SIMPLE,
+    "rows = [\n    (1,\n     2),\n    xm.xla_device(),\n    {'k': [3,\n           4]},\n]",
+    "cfg = dict(\n    a=[1,\n       2],\n    dev=xm.xla_device(),\n    s='''x\n  y''',\n)",
+    "return [\n    1,\n    2]",
+    "z = f(a,\n      b,  # c\n      device='xla')",
+    "w = g(\n    *args,\n    k=xm.xla_device(),\n    **{'a':\n       1})",
+]
 
 
 def _valid(text: str) -> bool:
@@ -316,3 +432,30 @@ def test_random_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
     outlined = _outlined(program)
     for module in (cst.parse_module(program), *([outlined] if outlined is not None else [])):
         _assert_prints_as_libcst(module, program)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_programs(TRIMMABLE).filter(_valid))
+def test_random_trimmed_layouts_rewrite_as_the_whole_tree_does(program: str) -> None:
+    with _trimming_every_statement():
+        _assert_same(program)
+        outlined = _outlined(program)
+    if outlined is not None:
+        assert printed(outlined).code == program
+
+
+def test_crlf_file_is_outlined() -> None:
+    """The outline reads "\n" lines: a "\r\n" file is rewritten as its "\n" twin, not parsed
+    whole by libcst (0.85 KB a character)."""
+    source = _table(400).replace("\n", "\r\n")
+    seen: list[str] = []
+    original = engine.parse_printed
+
+    def spy(text: str, *args: object):
+        seen.append(text)
+        return original(text, *args)  # type: ignore[arg-type]
+
+    with mock.patch.object(engine, "parse_printed", spy):
+        new = rewrite_source(source).new
+    assert seen and "\r" not in seen[0]
+    assert new == rewrite_source(_table(400)).new.replace("\n", "\r\n")

@@ -40,7 +40,11 @@ from neuron_migrate.rewrite.codemod.passes import EXPRESSIONS, INERT, PrunedTran
 from neuron_migrate.rewrite.codemod.recording import Extent
 from neuron_migrate.rewrite.codemod.results import Outcome
 from neuron_migrate.rewrite.codemod.scopes import Region, Scopes
-from neuron_migrate.rewrite.codemod.skeleton import OpaqueCompound, OpaqueStatement
+from neuron_migrate.rewrite.codemod.skeleton import (
+    OpaqueCompound,
+    OpaqueExpression,
+    OpaqueStatement,
+)
 from neuron_migrate.rewrite.codemod.spansets import SourceText, SpanSet
 from neuron_migrate.rewrite.codemod.stand_ins import (
     Bound,
@@ -235,12 +239,18 @@ class _Usage(NameCount):
         if node in self.made and not self.words.search(self.printer.text(node)):
             return False
         # An opaque node is parsed when its source holds a word (its comment lines above hold
-        # no names).
+        # no names; a piece of a statement has none).
         if kind is OpaqueStatement:
             cut = node.cut  # type: ignore[attr-defined]
             if cut.import_line:
                 return False  # an import reads no name
             if id(node) not in self.parsed and self.words.search(cut.text):
+                self.parsed.add(id(node))
+                self.count(node.parse())  # type: ignore[attr-defined]
+            return False
+        if kind is OpaqueExpression:
+            text = node.piece.text  # type: ignore[attr-defined]
+            if id(node) not in self.parsed and self.words.search(text):
                 self.parsed.add(id(node))
                 self.count(node.parse())  # type: ignore[attr-defined]
             return False

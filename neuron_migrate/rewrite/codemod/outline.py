@@ -7,8 +7,9 @@ statement (where new imports go depends on them). Every other statement -- its n
 the trailing comments those blocks own included -- is cut out and replaced by a one-line
 placeholder. A compound statement kept for what its blocks hold keeps its headers only when a
 site is in them: otherwise each header (`def f(...) -> T:`, `for x in y:`, `else:`) is replaced
-by a one-line placeholder header too. `skeleton.py` parses the result and puts, in place of each
-placeholder, a node that prints the original source.
+by a one-line placeholder header too. A large kept line of simple statements has its site-less
+parts cut out the same way, one level down (`trim.py`). `skeleton.py` parses the result and puts,
+in place of each placeholder, a node that prints the original source.
 
 Statements and their lines come from the `ast` tree the site finder parsed. Which lines after a
 compound statement belong to it follows libcst's rule (`IndentedBlock.footer`): a closing block
@@ -25,6 +26,8 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from neuron_migrate.rewrite.codemod.trim import Piece, trimmed
 
 PLACEHOLDER = "__neuron_migrate_cut_{}__"
 
@@ -100,8 +103,8 @@ class Headers:
 
 @dataclass(frozen=True)
 class Outline:
-    text: str  # the source with each cut statement and header replaced by its placeholder
-    cuts: dict[str, Cut | Headers]  # by placeholder name
+    text: str  # the source with each cut statement, header and piece replaced by its placeholder
+    cuts: dict[str, Cut | Headers | Piece]  # by placeholder name
     default_indent: str  # the module's indentation unit, as libcst infers it from the source
 
 
@@ -130,7 +133,8 @@ class _Builder:
     mentions: list[int]  # sorted lines that mention torch_xla
     # (first line, last line, placeholder line) in source order, and what each one stands for
     replaced: list[tuple[int, int, str]] = field(default_factory=list)
-    cuts: dict[str, Cut | Headers] = field(default_factory=dict)
+    cuts: dict[str, Cut | Headers | Piece] = field(default_factory=dict)
+    pieces: int = 0  # pieces cut out of kept statements (`trim.py`), for their names
 
     def block(self, units: list[_Unit], top: bool) -> None:
         run: list[_Unit] = []  # consecutive statements to cut out, as one
@@ -148,6 +152,8 @@ class _Builder:
                 self.cut([unit], following, top)
             elif isinstance(unit.stmts[0], _COMPOUND):
                 self.open(unit, unit.stmts[0], top)
+            else:
+                self.trim(unit)
         if run:
             self.cut(run, None, top)
 
@@ -163,6 +169,17 @@ class _Builder:
         if not _between(self.mentions, unit.first, unit.last):
             return top
         return all(not isinstance(s, ast.ImportFrom) or s.names[0].name != "*" for s in unit.stmts)
+
+    def trim(self, unit: _Unit) -> None:
+        """A large kept line of simple statements with its site-less parts cut out."""
+        found = trimmed(
+            self.lines, unit.first, unit.last, unit.stmts, self.keep, self.sites, self.pieces
+        )
+        if found is not None:
+            text, pieces = found
+            self.replaced.append((unit.first, unit.last, text))
+            self.cuts.update(pieces)
+            self.pieces += len(pieces)
 
     def must_see(self, unit: _Unit, first_of_module: bool) -> bool:
         if _between(self.keep, unit.first, unit.last):

@@ -3,7 +3,8 @@
 `parse_printed` parses the module's outline (`outline.py`) and puts back what its placeholders
 stand for: an `OpaqueStatement`, without children, prints a cut statement's source; an
 `OpaqueCompound` prints a compound statement's headers as their source and holds its blocks as
-real nodes. The tree prints the module exactly (checked when the spans are taken: anything else
+real nodes; an `OpaqueExpression` prints the source of a piece of a large statement
+(`trim.py`). The tree prints the module exactly (checked when the spans are taken: anything else
 and the module is parsed whole), while libcst parses, and the codemod's passes see, only what
 they may change.
 """
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
+from libcst._nodes.internal import CodegenState, visit_sequence
 
 from neuron_migrate.rewrite.codemod.outline import Cut, Headers, OutlineError, outline
 from neuron_migrate.rewrite.codemod.positions import Printed, printed
 from neuron_migrate.rewrite.codemod.recorded_printing import HANDLERS, emit
 from neuron_migrate.rewrite.codemod.recording import Recording, note_extent
+from neuron_migrate.rewrite.codemod.trim import Piece
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,53 @@ class OpaqueCompound(cst.BaseStatement):
         return cst.parse_module(f"if 1:\n{text}" if indent else text)
 
 
+@dataclass(frozen=True)
+class OpaqueExpression(cst.BaseExpression):
+    """A part of a large statement that holds no site, kept as its source (in the parentheses
+    around it, which are real nodes)."""
+
+    piece: Piece
+    lpar: Sequence[cst.LeftParen] = ()
+    rpar: Sequence[cst.RightParen] = ()
+
+    def _visit_and_replace_children(self, visitor: Any) -> OpaqueExpression:
+        return OpaqueExpression(
+            self.piece,
+            visit_sequence(self, "lpar", self.lpar, visitor),
+            visit_sequence(self, "rpar", self.rpar, visitor),
+        )
+
+    def _codegen_impl(self, state: CodegenState) -> None:
+        with self._parenthesize(state):
+            piece = self.piece
+            if not piece.reindented:
+                state.add_token(piece.text)
+                return
+            lines = piece.lines()
+            reindented = frozenset(piece.reindented)
+            for k, line in enumerate(lines):
+                if k in reindented:  # the block's indentation, wherever the statement is now
+                    state.add_indent_tokens()
+                    line = line[len(piece.indent) :]
+                state.add_token(line if k == len(lines) - 1 else line + "\n")
+
+    def parse(self) -> cst.BaseExpression:
+        """The piece parsed on its own (in parentheses: it may span lines)."""
+        return cst.parse_expression(f"({self.piece.text})")
+
+
+class _PutPiecesBack(cst.CSTTransformer):
+    def __init__(self, cuts: dict[str, Cut | Headers | Piece]) -> None:
+        super().__init__()
+        self.cuts = cuts
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        piece = self.cuts.get(updated.value)
+        if not isinstance(piece, Piece):
+            return updated
+        return OpaqueExpression(piece, updated.lpar, updated.rpar)
+
+
 def _by_libcst(state: CodegenState) -> Callable[[cst.CSTNode], None]:
     return lambda node: node._codegen(state)
 
@@ -142,9 +191,10 @@ class _Restore:
     module's, blocks libcst gave the outline's default indent get it spelled out, so that the
     module keeps its own."""
 
-    def __init__(self, cuts: dict[str, Cut | Headers], spell_indent: str | None) -> None:
+    def __init__(self, cuts: dict[str, Cut | Headers | Piece], spell_indent: str | None) -> None:
         self.cuts = cuts
         self.spell_indent = spell_indent
+        self.pieces = _PutPiecesBack(cuts) if any(type(c) is Piece for c in cuts.values()) else None
 
     def statements(self, body: Sequence[cst.CSTNode]) -> Sequence[cst.CSTNode]:
         new = [self.node(stmt) for stmt in body]
@@ -152,7 +202,10 @@ class _Restore:
 
     def node(self, node: Any) -> Any:
         if isinstance(node, cst.SimpleStatementLine):
-            return self.opaque(node) or node
+            opaque = self.opaque(node)
+            if opaque is not None or self.pieces is None:
+                return opaque or node
+            return node.visit(self.pieces)
         if isinstance(node, cst.IndentedBlock):
             body = self.statements(node.body)
             if self.spell_indent is not None and node.indent is None:
