@@ -51,6 +51,15 @@ _DTYPES = (
     "bool",
 )
 _DTYPE = re.compile(r"\b(?:torch\.)?(" + "|".join(_DTYPES) + r")\b")
+# Where a limitation's clauses part: `;`, a sentence, `but`/`while`, or a comma before a verb
+# of its own (`native for float32, falls back for int64`; not the list `float64, int64`).
+_CLAUSE = re.compile(
+    r";|\.\s|\b(?:but|while|whereas)\b|,\s*(?=(?:and\s+)?(?:is\s+|are\s+)?"
+    r"(?:native|supported|runs?|falls?|fallback|cpu)\b)",
+    re.I,
+)
+_NATIVE_CLAUSE = re.compile(r"\b(?:native(?:ly)?|supported|on the device)\b", re.I)
+_FALLBACK_CLAUSE = re.compile(r"\b(?:falls?\s+back|fallback|cpu|not\s+supported|unsupported)", re.I)
 _VERSION = re.compile(r"torch-neuronx\s+v?(\d+(?:\.\d+)+)", re.I)
 _TORCH = re.compile(r"(?:PyTorch|torch)\s+v?(\d+\.\d+(?:\.\d+)?)\b(?!\.\d)")
 
@@ -171,7 +180,7 @@ class _Reader:
             ops = tuple(dict.fromkeys(_aten_ops(limits)))
             if not ops:
                 raise self.fail(number, api, "a CPU_FALLBACK row names the ATen op (aten::...)")
-            dtypes = tuple(dict.fromkeys(m.group(1) for m in _DTYPE.finditer(limits)))
+            dtypes = _fallback_dtypes(limits)
         if api in self.rows:
             first = self.rows[api].line
             raise self.fail(number, api, f"listed twice (first on line {first})")
@@ -199,6 +208,17 @@ def _qualify(name: str, namespace: str) -> str:
     if name.startswith("torch.Tensor."):
         name = name[len("torch.") :]
     return name
+
+
+def _fallback_dtypes(text: str) -> tuple[str, ...]:
+    """The dtypes a CPU_FALLBACK row says fall back: those it names, except in a clause that
+    says they run natively (`native for float32, falls back for int64` is int64 only)."""
+    dtypes: dict[str, None] = {}
+    for clause in _CLAUSE.split(text):
+        if _NATIVE_CLAUSE.search(clause) and not _FALLBACK_CLAUSE.search(clause):
+            continue
+        dtypes.update(dict.fromkeys(m.group(1) for m in _DTYPE.finditer(clause)))
+    return tuple(dtypes)
 
 
 def _aten_ops(text: str) -> list[str]:

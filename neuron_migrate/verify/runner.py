@@ -200,7 +200,7 @@ def merge_traces(
 ) -> dict[str, Any]:
     """One run trace from the per-process traces (ranked processes first, then by pid)."""
     ordered = sorted(traces, key=_process_order)
-    ops: dict[str, dict[str, Any]] = {}
+    ops: dict[tuple[str, str | None], dict[str, Any]] = {}  # by op and dtype (see below)
     downcasts: dict[str, dict[str, Any]] = {}
     refusals: dict[tuple[str, str | None], dict[str, Any]] = {}
     graphs: list[dict[str, Any]] = []
@@ -209,10 +209,14 @@ def merge_traces(
     for trace in ordered:
         pid = trace["process"]["pid"]
         for op in trace.get("ops", []):
+            # An op whose status an imported table qualifies by dtype has an entry for each
+            # such dtype ("dtype": "float64") beside its own.
+            dtype = op.get("dtype")
             merged = ops.setdefault(
-                op["op"],
+                (op["op"], dtype),
                 {
                     "op": op["op"],
+                    **({"dtype": dtype} if dtype else {}),
                     "status": op["status"],
                     "count": 0,
                     "refused": 0,
@@ -291,7 +295,12 @@ def merge_traces(
         },
         "ops": op_list,
         "fallbacks": [
-            {"op": op["op"], "count": op["count"], "first_location": op["first_location"]}
+            {
+                "op": op["op"],
+                **({"dtype": op["dtype"]} if "dtype" in op else {}),
+                "count": op["count"],
+                "first_location": op["first_location"],
+            }
             for op in op_list
             if op["status"] == "cpu_fallback" and op["count"]
         ],

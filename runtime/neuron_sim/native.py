@@ -23,7 +23,7 @@ import torch
 
 from neuron_sim.build_once import built_once
 from neuron_sim.errors import NeuronSetupError
-from neuron_sim.policy import CPU_FALLBACK, NATIVE, UNSUPPORTED, OpPolicy
+from neuron_sim.policy import CPU_FALLBACK, NATIVE, UNSUPPORTED, OpPolicy, dtype_key
 from neuron_sim.recorder import LOCATION_SAMPLES, ProcessTrace
 from neuron_sim.source import _user_path
 
@@ -209,12 +209,16 @@ def install(policy: OpPolicy, trace: ProcessTrace) -> ModuleType:
     engine = load()
     records = trace.ops
 
-    def describe(name: str) -> tuple[int, bool, tuple[int, ...]]:
+    def describe(name: str) -> tuple[int, bool, tuple[int, ...], tuple[Any, ...]]:
         record = policy.record_for(name)
         cpu_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
         # An op it cannot run is refused through `refuse`, which says why.
         status = record.status if record.runnable else "unsupported"
-        return _STATUS_CODES[status], cpu_ok, tuple(_HOST_RESULTS.get(name, ()))
+        by_dtype = tuple(
+            (getattr(torch, dtype), dtype_key(name, dtype), _STATUS_CODES[split.status])
+            for dtype, split in (record.by_dtype or {}).items()
+        )
+        return _STATUS_CODES[status], cpu_ok, tuple(_HOST_RESULTS.get(name, ())), by_dtype
 
     def first_use(name: str) -> None:
         policy.first_use(records[name])

@@ -31,21 +31,46 @@ class OpPolicy:
         self.trace = trace
 
     def record_for(self, name: str) -> OpRecord:
-        """The cached record for the op called `name` (`aten::add.Tensor`), created on first use."""
+        """The cached record for the op called `name` (`aten::add.Tensor`), created on first use.
+
+        Where an imported table says the op falls back for some dtypes only, its record holds a
+        record for each of them (`by_dtype`), kept in the trace under `dtype_key`."""
         record = self.trace.ops.get(name)
         if record is None:
             verdict = self.matrix.op_status(name)
             record = OpRecord(name, verdict.status, verdict.source, verdict.note)
             record.runnable = verdict.status == UNSUPPORTED or _has_host_kernel(name)
             self.trace.ops[name] = record
+            if verdict.status == NATIVE:
+                self._split_by_dtype(record)
         return record
+
+    def _split_by_dtype(self, record: OpRecord) -> None:
+        rows = [
+            (row, dtype)
+            for row in self.matrix.apis.values()
+            if row.status == CPU_FALLBACK and record.name in row.ops
+            for dtype in row.dtypes
+        ]
+        if not rows:
+            return
+        record.by_dtype = {}
+        for row, dtype in rows:
+            if dtype in record.by_dtype:
+                continue
+            note = f"CPU_FALLBACK for {dtype} in the official table"
+            split = OpRecord(record.name, CPU_FALLBACK, row.source, row.note or note)
+            split.runnable, split.dtype = record.runnable, dtype
+            record.by_dtype[dtype] = split
+            self.trace.ops[dtype_key(record.name, dtype)] = split
 
     def first_use(self, record: OpRecord) -> None:
         """Called the first time an op runs in this process (count still 0)."""
         record.first_location = user_location()
         if record.status == CPU_FALLBACK:
+            what = f"{record.name} ({record.dtype})" if record.dtype else record.name
             _warn_at(
-                f"{record.name} has no neuron kernel in torch-neuronx {self.matrix.version}; "
+                f"{what} has no neuron kernel in torch-neuronx {self.matrix.version}; "
                 "it runs on the CPU",
                 NeuronFallbackWarning,
                 record.first_location,
@@ -89,6 +114,11 @@ class OpPolicy:
             location = user_location()
             if location is not None:
                 entry.locations[location] = entry.locations.get(location, 0) + 1
+
+
+def dtype_key(name: str, dtype: str) -> str:
+    """Where the trace keeps an op's record for one dtype: `aten::add.Tensor[float64]`."""
+    return f"{name}[{dtype}]"
 
 
 # What torch can run an aten op with on the host: its CPU kernel or a device-agnostic one.

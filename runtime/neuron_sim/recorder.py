@@ -39,6 +39,12 @@ class OpRecord:
     # False for an op the matrix lets run that torch has no CPU kernel for: the simulated
     # device cannot run it, and says so instead of running it.
     runnable: bool = True
+    # The dtype this record is for, where an imported table qualifies the op's status by dtype
+    # (`aten::add.Tensor` falls back for float64): its calls in that dtype are counted here,
+    # apart from the op's own record.
+    dtype: str | None = None
+    # On the op's own record: its records per dtype (dtype name -> record), if it has any.
+    by_dtype: dict[str, OpRecord] | None = None
 
 
 # Enough to see every line of a training step for the usual ops, without a stack walk per call.
@@ -133,6 +139,7 @@ class ProcessTrace:
                     "callers": r.callers,
                     "evidence": r.evidence,
                     "note": r.note,
+                    **({"dtype": r.dtype} if r.dtype else {}),
                 }
                 for r in self.ops.values()
                 if r.count or r.refused

@@ -174,6 +174,7 @@ class _Op:
     """What `dispatch` needs to know about one OpOverload, computed once."""
 
     __slots__ = (
+        "by_dtype",
         "call",
         "cpu_tensor_ok",
         "host_results",
@@ -193,6 +194,12 @@ class _Op:
         self.call = _no_op if name in _NO_OP else func._op
         self.record = record
         self.refused = record.status == UNSUPPORTED or not record.runnable
+        # The records of the dtypes an imported table gives a status of their own, by dtype.
+        self.by_dtype = (
+            {getattr(torch, dtype): split for dtype, split in record.by_dtype.items()}
+            if record.by_dtype
+            else None
+        )
         self.cpu_tensor_ok = name in _CPU_TENSOR_OK or name.startswith("c10d::")
         self.host_results = _HOST_RESULTS.get(name)
         self.out_alias = _written_outputs(func)
@@ -352,6 +359,30 @@ def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any]
     return mapped, downcast
 
 
+def _record_by_dtype(op: _Op, args: tuple[Any, ...], kwargs: Any) -> OpRecord:
+    """The record of an op whose status depends on the dtype: the first dtype with a status of
+    its own among its neuron tensors' (logical) dtypes and a dtype it is asked for."""
+    assert op.by_dtype is not None
+    values = [*args, *(kwargs or {}).values()]
+    for value in values:
+        if type(value) is NeuronTensor or isinstance(value, torch.dtype):
+            found = op.by_dtype.get(value if isinstance(value, torch.dtype) else value.dtype)
+        elif type(value) in (list, tuple):
+            found = next(
+                (
+                    op.by_dtype[item.dtype]
+                    for item in value
+                    if type(item) is NeuronTensor and item.dtype in op.by_dtype
+                ),
+                None,
+            )
+        else:
+            continue
+        if found is not None:
+            return found
+    return op.record
+
+
 def _note_location(record: OpRecord) -> None:
     """Count this call against the user line that made it and the user lines that called into
     that one (the first LOCATION_SAMPLES calls)."""
@@ -370,7 +401,7 @@ def _torch_dispatch(
         return _run_on_wrappers(func, args, kwargs)
     tracing = _get_dispatch_mode(_FAKE_MODE_KEY) is not None
     if not tracing:  # while torch.compile traces, the graph check decides instead
-        record = op.record
+        record = op.record if op.by_dtype is None else _record_by_dtype(op, args, kwargs)
         if op.refused:
             assert _policy is not None
             raise _policy.refuse(record)

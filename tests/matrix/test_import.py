@@ -232,3 +232,15 @@ def test_a_probe_of_a_device_confirms(tmp_path):
     m = load_matrix(path=out)
     assert m.confidence(m.op_status("aten::mse_loss").source) == "confirmed"
     assert m.torch_version == "2.13.0"  # what the device's probe recorded
+
+
+def test_a_row_naming_a_native_dtype_falls_back_for_the_others_only(tmp_path):
+    """`native for float32, falls back for int64`: only int64 falls back."""
+    table = Path(__file__).resolve().parents[2] / "fixtures" / "matrix" / "dtype_qualified.md"
+    out = tmp_path / "2.14.9.1.yaml"
+    result = invoke(["matrix", "import", str(table), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    matrix = load_matrix(path=out)
+    assert matrix.dtype_fallbacks("aten::add.Tensor") == ("float64",)
+    assert matrix.dtype_fallbacks("aten::mul.Tensor") == ("int64",)
+    assert matrix.op_status("aten::mul.Tensor").status == "native"

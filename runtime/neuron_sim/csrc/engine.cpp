@@ -18,6 +18,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
@@ -249,10 +250,14 @@ struct OpState {
   bool asynchronous = false;    // c10d: its work may use the tensors after the op returns
   std::unordered_map<int, int64_t> site_counts;  // user line (site id) -> calls, GIL-guarded
   std::unordered_map<int, int64_t> caller_counts;  // lines that called into those -> calls
+  // The dtypes an imported table gives a status of their own (`aten::add.Tensor` falls back
+  // for float64): a call in one of them is counted on that dtype's state (`dtype_states`).
+  std::vector<std::pair<at::ScalarType, OpState*>> by_dtype;
 };
 
 struct Callbacks {
-  py::object describe;        // (name) -> (status, cpu_tensor_ok, host_result_positions)
+  py::object describe;        // (name) -> (status, cpu_tensor_ok, host_result_positions,
+                              //           ((dtype, name of its state, status), ...))
   py::object first_use;       // (name): the op's first call (its first line, a fallback warning)
   py::object is_user_file;    // (code filename) -> whether it is the user's code
   py::object location;        // (code filename, line) -> "file:line" as the trace writes it
@@ -267,6 +272,7 @@ bool narrow_int64 = false;       // int64 stored as int64, its values kept in in
 
 std::mutex states_mutex;
 std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpState>> states;
+std::vector<std::unique_ptr<OpState>> dtype_states;  // an op's states for single dtypes
 
 // Set while an accepted compiled graph runs: its ops are the graph's, counted by the compile
 // record, not as eager ops.
@@ -281,6 +287,7 @@ std::string op_name(const c10::FunctionSchema& schema) {
 }
 
 bool touches_metadata_only(const c10::OperatorHandle& op);
+bool is_scalar_type_arg(const c10::Argument& arg);
 
 OpState& state_for(const c10::FunctionSchema& schema,
                    const c10::OperatorHandle* handle = nullptr) {
@@ -299,11 +306,55 @@ OpState& state_for(const c10::FunctionSchema& schema,
     state->status = verdict[0].cast<int>();
     state->cpu_tensor_ok = verdict[1].cast<bool>();
     for (auto position : verdict[2].cast<py::tuple>()) state->host_results |= 1ull << position.cast<int>();
+    for (auto split : verdict[3].cast<py::tuple>()) {
+      auto entry = split.cast<py::tuple>();
+      auto one = std::make_unique<OpState>();
+      one->name = entry[1].cast<std::string>();
+      one->status = entry[2].cast<int>();
+      one->cpu_tensor_ok = state->cpu_tensor_ok;
+      one->host_results = state->host_results;
+      one->asynchronous = state->asynchronous;
+      one->metadata_only = state->metadata_only;
+      const auto dtype = reinterpret_cast<THPDtype*>(entry[0].ptr())->scalar_type;
+      state->by_dtype.emplace_back(dtype, one.get());
+      std::lock_guard<std::mutex> lock(states_mutex);
+      dtype_states.push_back(std::move(one));
+    }
   }
   std::lock_guard<std::mutex> lock(states_mutex);
   auto& slot = states[&schema];
   if (!slot) slot = std::move(state);
   return *slot;
+}
+
+// The state a call is counted on: the state of the first dtype with a status of its own among
+// its device tensors' dtypes and a dtype it is asked for, else the op's.
+OpState& state_by_dtype(OpState& state, const c10::FunctionSchema& schema,
+                        const torch::jit::Stack& stack) {
+  auto lookup = [&](at::ScalarType type) -> OpState* {
+    for (const auto& entry : state.by_dtype)
+      if (entry.first == type) return entry.second;
+    return nullptr;
+  };
+  const auto& arguments = schema.arguments();
+  const size_t first = stack.size() - arguments.size();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto& value = stack[first + i];
+    OpState* found = nullptr;
+    if (value.isTensor()) {
+      const auto& t = value.toTensor();
+      if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1)
+        found = lookup(t.scalar_type());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList())
+        if (!found && t.defined() && t.device().type() == c10::DeviceType::PrivateUse1)
+          found = lookup(t.scalar_type());
+    } else if (value.isInt() && is_scalar_type_arg(arguments[i])) {
+      found = lookup(static_cast<at::ScalarType>(value.toInt()));
+    }
+    if (found) return *found;
+  }
+  return state;
 }
 
 // The user's source lines behind an op: the innermost Python frame in the user's code (its
@@ -572,7 +623,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   OpState& state = state_for(schema, &op);
   if (any_traced(schema, *stack)) return run_metadata_op(op, stack, nullptr);
   if (state.metadata_only) return run_metadata_op(op, stack, &state);
-  account(state);
+  account(state.by_dtype.empty() ? state : state_by_dtype(state, schema, *stack));
 
   const auto& arguments = schema.arguments();
   const size_t first = stack->size() - arguments.size();
@@ -901,22 +952,25 @@ py::dict named_sites(const std::unordered_map<int, int64_t>& counts) {
 py::dict op_counts() {
   py::dict counts;
   std::lock_guard<std::mutex> lock(states_mutex);
-  for (const auto& entry : states) {
-    const OpState& state = *entry.second;
-    if (!state.count) continue;
+  auto add = [&](const OpState& state) {
+    if (!state.count) return;
     counts[py::str(state.name)] = py::make_tuple(state.count, named_sites(state.site_counts),
                                                  named_sites(state.caller_counts));
-  }
+  };
+  for (const auto& entry : states) add(*entry.second);
+  for (const auto& state : dtype_states) add(*state);
   return counts;
 }
 
 void reset_counts() {
   std::lock_guard<std::mutex> lock(states_mutex);
-  for (auto& entry : states) {
-    entry.second->count = 0;
-    entry.second->site_counts.clear();
-    entry.second->caller_counts.clear();
-  }
+  auto reset = [](OpState& state) {
+    state.count = 0;
+    state.site_counts.clear();
+    state.caller_counts.clear();
+  };
+  for (auto& entry : states) reset(*entry.second);
+  for (auto& state : dtype_states) reset(*state);
 }
 
 bool set_in_graph(bool value) {
