@@ -15,6 +15,8 @@ is left as it is, so float graphs cost nothing more.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 _aten = torch.ops.aten
@@ -51,8 +53,22 @@ def _computes_int64(node: torch.fx.Node) -> bool:
     value = node.meta.get("val")
     if not isinstance(value, torch.Tensor) or value.dtype is not _INT64:
         return False
+    if value.dim() == 0 and not _from_wide_int64(node):
+        return False  # a 0-dim value keeps its 64 bits, as eagerly
     target = node.target
     if isinstance(target, torch._ops.OpOverload):
         returns = target._schema.returns
         return not (returns and returns[0].alias_info is not None)
     return True  # `getitem` of a call with several results (`max.dim`'s indices, `sort`'s)
+
+
+def _from_wide_int64(node: torch.fx.Node) -> bool:
+    """Whether `node` computes from a non-scalar int64 tensor (in 32 bits on the device); for
+    a `getitem`, whether the call it takes a result of does."""
+    if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+        node = node.args[0]
+    for source in node.all_input_nodes:
+        value = source.meta.get("val")
+        if isinstance(value, torch.Tensor) and value.dtype is _INT64 and value.dim() > 0:
+            return True
+    return False

@@ -270,6 +270,11 @@ def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> N
         downcast = logical is not None
         if logical is not None:
             dtype = logical
+    elif dtype in _DOWNCAST and elem.dim() and not counted and type(elem) is _Tensor:
+        # A non-scalar float64 computed in 64 bits (from 0-dim or host tensors: `torch.stack`
+        # of scalars) is stored as what the device computes it as.
+        elem = elem.to(_DOWNCAST[dtype])
+        downcast = True
     offset = elem.storage_offset()
     if offset or elem.layout is not _STRIDED:
         wrapper = _make_wrapper(
@@ -295,13 +300,53 @@ def wrap(elem: torch.Tensor, downcast: bool = False, counted: bool = False) -> N
     return wrapper
 
 
-def _wrap_int32(elem: torch.Tensor) -> None:
+def _wrap_int32(elem: torch.Tensor, wide_inputs: bool = False) -> None:
     """int64 runs as int32 (the matrix's rule): wrap every int64 value the device writes as an
     int32 would wrap it. Arithmetic modulo 2**32 on values already in int32 range gives what
     int32 kernels give, so computing in int64 and wrapping is computing in int32, while index
-    tensors keep the int64 dtype the CPU kernels ask for."""
-    if elem.numel():
+    tensors keep the int64 dtype the CPU kernels ask for. The evidence casts non-scalar tensors
+    only: a 0-dim value keeps its 64 bits, unless it was computed from a non-scalar int64
+    tensor (`wide_inputs`: its op ran in 32 bits)."""
+    if elem.numel() and (wide_inputs or elem.dim()):
         elem.copy_(elem.to(torch.int32))
+
+
+def _wide_int64(values: Any) -> bool:
+    """Whether a non-scalar int64 neuron tensor is among `values` (or their lists)."""
+    for value in values:
+        kind = type(value)
+        if kind is NeuronTensor:
+            if value.dtype is _INT64 and value.dim():
+                return True
+        elif (kind is list or kind is tuple) and _wide_int64(value):
+            return True
+    return False
+
+
+def _wrap_scalar_results(result: Any, kind: type, args: tuple[Any, ...]) -> None:
+    """A 0-dim int64 result of an op with a non-scalar int64 input was computed in 32 bits."""
+    if kind is _Tensor:  # the usual case, without a list
+        if result.dtype is _INT64 and not result.dim() and _wide_int64(args):
+            _wrap_int32(result, wide_inputs=True)
+        return
+    if kind is not tuple and kind is not list:
+        return
+    scalars = [r for r in result if type(r) is _Tensor and r.dtype is _INT64 and not r.dim()]
+    if scalars and _wide_int64(args):
+        for r in scalars:
+            _wrap_int32(r, wide_inputs=True)
+
+
+def _only_scalars(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an op makes and reads 0-dim tensors only: every tensor it takes is 0-dim (and it
+    takes one), or it is a factory of shape `()`; a float64 it is asked for stays float64."""
+    if args and type(args[0]) in (list, tuple) and not args[0]:
+        return True
+    tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, _Tensor)]
+    for v in (*args, *kwargs.values()):
+        if type(v) in (list, tuple):
+            tensors.extend(item for item in v if isinstance(item, _Tensor))
+    return bool(tensors) and all(t.dim() == 0 for t in tensors)
 
 
 def _mixing_error() -> RuntimeError:
@@ -331,7 +376,9 @@ def _unwrap_list(seq: Any, check_cpu: bool) -> tuple[list[Any], bool]:
     return out, downcast
 
 
-def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any], bool]:
+def _map_kwargs(
+    kwargs: dict[str, Any], check_cpu: bool, args: tuple[Any, ...] = ()
+) -> tuple[dict[str, Any], bool]:
     mapped = {}
     downcast = False
     for key, value in kwargs.items():
@@ -343,7 +390,7 @@ def _map_kwargs(kwargs: dict[str, Any], check_cpu: bool) -> tuple[dict[str, Any]
                 value = _checked(value)
         elif kind is torch.dtype:
             narrow = _DOWNCAST.get(value)
-            if narrow is not None:
+            if narrow is not None and not _only_scalars(args, kwargs):
                 _note_downcast(value, narrow)
                 value = narrow
                 downcast = True
@@ -432,7 +479,7 @@ def _torch_dispatch(
                 raise _mixing_error()
             unwrapped.append(arg)
     if kwargs:
-        mapped, inner = _map_kwargs(kwargs, check_cpu)
+        mapped, inner = _map_kwargs(kwargs, check_cpu, args)
         downcast |= inner
         result = op.call(*unwrapped, **mapped)
     else:
@@ -443,13 +490,15 @@ def _torch_dispatch(
         if _NARROW_INT64 and op.wraps_written and not tracing:
             for tensor in written if type(written) is tuple else (written,):
                 if type(tensor) is NeuronTensor and tensor.dtype is _INT64:
-                    _wrap_int32(tensor._elem)
+                    _wrap_int32(tensor._elem, not tensor.dim() and _wide_int64(args))
         # Not while torch.compile traces: a tracer's wrapper pointed at a real storage breaks
         # dynamo's fake copies of it (AOTAutograd's functional graph gets the shapes right).
         if op.reshapes and not tracing:
             _follow_payloads(written)
         return written
     kind = type(result)
+    if _NARROW_INT64 and not tracing and not op.views:
+        _wrap_scalar_results(result, kind, args)
     if kind is _Tensor:
         return wrap(result, downcast, op.views)
     if kind is tuple or kind is list:
@@ -543,7 +592,7 @@ def _to_copy(src: Any, kwargs: dict[str, Any]) -> Any:
         copy_kwargs["dtype"] = logical
         return torch.ops.aten._to_copy.default(elem, **copy_kwargs)
     copy_kwargs["device"] = _checked(device) if device is not None else _CPU
-    narrow = _DOWNCAST.get(logical)
+    narrow = _DOWNCAST.get(logical) if elem.dim() else None  # a 0-dim one keeps its 64 bits
     if narrow is not None:
         copy_kwargs["dtype"] = narrow
         if not is_neuron or not src._downcast:

@@ -108,3 +108,40 @@ def test_a_compiled_graph_wraps_its_int64_intermediates_as_eager_ops_do(sim_run)
     run.assert_finished("COMPILED_AS_EAGER")
     graphs = run.trace["compile"]["graphs"]
     assert len(graphs) == 4 and all(graph["ok"] for graph in graphs)
+
+
+SCALARS = """
+import torch
+
+big = 2**31 + 5
+# a 0-dim int64 tensor is not narrowed: the evidence casts non-scalar tensors only
+s = torch.tensor(big, device="neuron")
+assert s.item() == big and s.cpu().item() == big, s.item()
+assert (s + 1).item() == big + 1
+assert torch.full((), big, device="neuron").item() == big
+assert torch.tensor([big]).to("neuron").item() == big - 2**32  # one element, not 0-dim
+# a 0-dim result computed from a non-scalar int64 tensor was computed in 32 bits
+assert torch.tensor([2**30, 2**30], device="neuron").sum().item() == -(2**31)
+# and compiled, as eagerly
+plus_one = torch.compile(lambda t, v: (t + 1, v.sum()), backend="neuron")
+one, total = plus_one(s, torch.tensor([2**30, 2**30], device="neuron"))
+assert (one.item(), total.item()) == (big + 1, -(2**31)), (one.item(), total.item())
+
+# a 0-dim float64 tensor keeps its 64 bits, a non-scalar one computes as float32
+f = torch.tensor(0.1, dtype=torch.float64, device="neuron")
+assert f.dtype is torch.float64 and f.item() == 0.1, f.item()
+assert (f * 3).item() == 0.1 * 3
+assert f.to("neuron", torch.float64).cpu().item() == 0.1
+g = torch.tensor([0.1], dtype=torch.float64, device="neuron")
+assert g.item() == torch.tensor(0.1, dtype=torch.float32).item(), g.item()
+print("SCALARS_OK")
+"""
+
+
+def test_0_dim_int64_and_float64_tensors_are_not_narrowed(sim_run) -> None:
+    run = sim_run(SCALARS)
+    run.assert_finished("SCALARS_OK")
+    # only the non-scalar float64 tensor is a downcast in the trace
+    [float64] = [d for d in run.trace["downcasts"] if d["dtype"] == "float64"]
+    assert float64["first_location"].endswith("script.py:23"), float64
+    assert set(float64["locations"]) == {"script.py:23"}, float64["locations"]

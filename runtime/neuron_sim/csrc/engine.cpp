@@ -464,9 +464,12 @@ at::ScalarType wider(at::ScalarType t) { return t == at::kFloat ? at::kDouble : 
 // int64 runs as int32 (the matrix's rule): every int64 value the device writes is wrapped as
 // an int32 would wrap it. Arithmetic modulo 2**32 on values already in int32 range gives what
 // int32 kernels give, so computing in int64 and wrapping the result is computing in int32,
-// while index tensors keep the int64 dtype the CPU kernels ask for.
-void wrap_int32(const at::Tensor& host) {
-  if (narrow_int64 && host.defined() && host.scalar_type() == at::kLong && host.numel() > 0)
+// while index tensors keep the int64 dtype the CPU kernels ask for. The evidence casts
+// non-scalar tensors only: a 0-dim value keeps its 64 bits, unless it was computed from a
+// non-scalar int64 tensor (`wide_inputs`: its op ran in 32 bits).
+void wrap_int32(const at::Tensor& host, bool wide_inputs = false) {
+  if (narrow_int64 && host.defined() && host.scalar_type() == at::kLong && host.numel() > 0 &&
+      (host.dim() > 0 || wide_inputs))
     host.copy_(host.to(at::kInt));
 }
 
@@ -629,7 +632,11 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t first = stack->size() - arguments.size();
 
   // Pass 1: which device this op targets, whether any device tensor computes narrower.
-  bool any_device = false, narrowed = false;
+  // `narrowed`: a non-scalar float64 device tensor computes as float32 (0-dim ones keep their
+  // 64 bits); `wide_int64`: a non-scalar int64 one computes as int32; `scalar_only`: every
+  // tensor argument is 0-dim (and there is one), so a float64 asked for stays float64.
+  bool any_device = false, narrowed = false, wide_int64 = false, any_tensor = false,
+       scalar_only = true;
   std::optional<at::ScalarType> requested_dtype;  // a dtype argument, as the caller gave it
   std::optional<bool> device_target;  // an explicit device argument: neuron or not
   int core = -1, explicit_core = -1;  // the first device argument's core; a device argument's
@@ -640,12 +647,18 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   };
   std::function<void(const c10::IValue&)> note_list = [&](const c10::IValue& value) {
     if (value.isTensorList()) {
-      for (const at::Tensor& t : value.toTensorList())
+      for (const at::Tensor& t : value.toTensorList()) {
+        if (t.defined()) {
+          any_tensor = true;
+          scalar_only &= t.dim() == 0;
+        }
         if (on_device(t)) {
           any_device = true;
-          narrowed |= is_downcast(t.scalar_type());
+          narrowed |= t.dim() > 0 && is_downcast(t.scalar_type());
+          wide_int64 |= t.dim() > 0 && t.scalar_type() == at::kLong;
           note_core(t);
         }
+      }
     } else if (value.isList()) {
       for (const c10::IValue& item : value.toList())
         if (item.isTensorList() || item.isList()) note_list(item);
@@ -655,9 +668,14 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const auto& value = (*stack)[first + i];
     if (value.isTensor()) {
       const auto& t = value.toTensor();
+      if (t.defined()) {
+        any_tensor = true;
+        scalar_only &= t.dim() == 0;
+      }
       if (on_device(t)) {
         any_device = true;
-        narrowed |= is_downcast(t.scalar_type());
+        narrowed |= t.dim() > 0 && is_downcast(t.scalar_type());
+        wide_int64 |= t.dim() > 0 && t.scalar_type() == at::kLong;
         note_core(t);
       }
     } else if (value.isTensorList() || value.isList()) {
@@ -672,8 +690,11 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   // A float64 result computes as float32 and is handed back as float64: when float64 inputs
-  // ran narrower and no other dtype was asked for, or when float64 was asked for.
-  const bool widen = requested_dtype ? is_downcast(*requested_dtype) : narrowed;
+  // ran narrower and no other dtype was asked for, or when float64 was asked for (but for
+  // 0-dim tensors only: a scalar keeps its 64 bits).
+  scalar_only &= any_tensor;
+  const bool widen =
+      requested_dtype ? is_downcast(*requested_dtype) && !scalar_only : narrowed;
   const bool makes_device = device_target.value_or(any_device);
   const bool check_cpu = any_device && !state.cpu_tensor_ok && !in_graph;
   OpCore op_core_scope(explicit_core >= 0 ? explicit_core : core);
@@ -716,7 +737,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       value = c10::IValue(host);
     } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
       value = c10::IValue(kHost);
-    } else if (value.isInt() && is_scalar_type_arg(arguments[i]) &&
+    } else if (value.isInt() && is_scalar_type_arg(arguments[i]) && !scalar_only &&
                is_downcast(static_cast<at::ScalarType>(value.toInt()))) {
       const auto logical = static_cast<at::ScalarType>(value.toInt());
       if (makes_device) note_downcast(logical);
@@ -734,7 +755,7 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   // Written int64 arguments wrap to int32 range (not a c10d op's: gloo may still be writing).
   if (narrow_int64 && schema.is_mutable() && !state.asynchronous)
-    for (auto& arg : device_args) wrap_int32(arg.alias);
+    for (auto& arg : device_args) wrap_int32(arg.alias, wide_int64);
 
   // Results: a CPU tensor over an alias's memory is the device tensor's (the argument itself,
   // or a view of it); a new CPU tensor becomes a device tensor when the op makes device ones.
@@ -762,7 +783,11 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (widen && (c.scalar_type() == at::kFloat || c.scalar_type() == at::kComplexFloat))
       result = c.to(wider(c.scalar_type()));
     if (!makes_device || (state.host_results >> position & 1)) return result;
-    wrap_int32(result);
+    wrap_int32(result, wide_int64);
+    // A non-scalar float64 computed in 64 bits (from 0-dim or host tensors: `torch.stack` of
+    // scalars) holds what float32 holds.
+    if (!narrowed && c.dim() > 0 && is_downcast(c.scalar_type()))
+      result.copy_(result.to(narrow(c.scalar_type())));
     return device_result(result);
   };
   for (size_t r = 0; r < returns.size(); ++r) {
@@ -800,7 +825,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarTy
   account(state);
   check_memory_format(memory_format);
   const auto type = c10::dtype_or_default(dtype);
-  if (is_downcast(type)) note_downcast(type);
+  if (is_downcast(type) && !size.empty()) note_downcast(type);  // a 0-dim one is not narrowed
   return at::detail::empty_generic(size, &host_allocator,
                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), type,
                                    memory_format);
@@ -813,7 +838,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   OpCore scope(core_of(device));
   account(state);
   const auto type = c10::dtype_or_default(dtype);
-  if (is_downcast(type)) note_downcast(type);
+  if (is_downcast(type) && !size.empty()) note_downcast(type);
   return at::detail::empty_strided_generic(size, stride, &host_allocator,
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                            type);
