@@ -76,6 +76,7 @@ def _explain_markdown(rule: Rule) -> str:
         if rule.safety_note:
             lines += ["", rule.safety_note]
         lines += ["", f"Where it cannot apply, a marker:\n\n    {rule.marker()}"]
+    lines += _values_markdown(rule)
     for example in rule.examples[:2]:
         flag = " (with --unsafe-fixes)" if example.fixes == "unsafe" else ""
         lines += ["", f"## Example{flag}", "", "Before:", "", "```python", example.before.rstrip()]
@@ -83,6 +84,22 @@ def _explain_markdown(rule: Rule) -> str:
     if rule.files is not None:
         lines += _files_markdown(rule)
     return "\n".join(lines) + "\n"
+
+
+_VALUE_WORDS = {
+    "disabled": "set to 0, false, no, off or empty, or unset",
+    "url": "set to a URL (`s3://...`)",
+}
+
+
+def _values_markdown(rule: Rule) -> list[str]:
+    """What the rule says instead where the variable's value is of one class (`values:`)."""
+    lines = []
+    for case in rule.values:
+        fix = "dropped in project files" if case.fix == "drop" else "marked, not rewritten"
+        lines += ["", f"Where the variable is {_VALUE_WORDS[case.when]} ({fix}):"]
+        lines += ["", f"    {case.message}"]
+    return lines
 
 
 def _files_markdown(rule: Rule) -> list[str]:

@@ -17,6 +17,7 @@ from neuron_migrate.project_files.hits import (
     indent_at,
     line_end,
     line_start,
+    unquoted,
     whole_lines,
 )
 from neuron_migrate.project_files.shell import INSTANCE_TYPE, VENV, Fragment, shell_hits
@@ -115,7 +116,11 @@ class _Reader:
                 if self.editable and len(pairs) > 1 and not node.flow_style:
                     drop = whole_lines(self.text, key_node.start_mark.index, value.end_mark.index)
                 hit = self.hit("env-var", key, key_node, drop=drop, name=key_node)
-                yield hit._replace(group_key=node.start_mark.index, group_size=len(pairs))
+                yield hit._replace(
+                    group_key=node.start_mark.index,
+                    group_size=len(pairs),
+                    value=_scalar_value(value),
+                )
                 yield from self.strings(value)
                 continue
             if self.kind == "conda" and key == "dependencies" and parent_key is None:
@@ -159,7 +164,12 @@ class _Reader:
                         else None
                     )
                     hit = self.hit("env-var", str(name.value), name, drop=drop, name=name)
-                    yield hit._replace(group_key=node.start_mark.index, group_size=len(items))
+                    given = entry.get("value")
+                    yield hit._replace(
+                        group_key=node.start_mark.index,
+                        group_size=len(items),
+                        value=_scalar_value(given) if given is not None else None,
+                    )
                     for value in entry.values():
                         self.seen.add(id(value))
                         yield from self.strings(value)
@@ -172,7 +182,11 @@ class _Reader:
                     start = self.value_start(item)
                     name_span = (start, start + len(pair["name"])) if start is not None else None
                     hit = self.hit("env-var", pair["name"], item, drop=drop, name_span=name_span)
-                    yield hit._replace(group_key=node.start_mark.index, group_size=len(items))
+                    yield hit._replace(
+                        group_key=node.start_mark.index,
+                        group_size=len(items),
+                        value=unquoted(str(item.value)[pair.end() :]),
+                    )
                     yield from self.strings(item)
                     continue
             yield from self.node(item, key)
@@ -403,3 +417,12 @@ class _Reader:
             drop=drop if self.editable else None,
             name=name_span if self.editable else None,
         )
+
+
+def _scalar_value(node: Any) -> str | None:
+    """A YAML/JSON scalar's value as the environment gets it (`false` -> "false", `0` -> "0");
+    None for anything else, or where it expands a variable."""
+    if type(node).__name__ != "ScalarNode":
+        return None
+    value = str(node.value)
+    return None if "$" in value else value

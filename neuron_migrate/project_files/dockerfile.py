@@ -204,7 +204,8 @@ def _variables(
     words = tokens(text, ins.args_start, ins.end)
     if not words:
         return
-    if "=" not in text[words[0].start : words[0].end] and ins.word == "ENV":
+    legacy = "=" not in text[words[0].start : words[0].end] and ins.word == "ENV"
+    if legacy:
         # The legacy form `ENV NAME value with spaces`: one variable, the rest is its value.
         pairs = [(words[0], words[0].value)]
     else:
@@ -224,6 +225,10 @@ def _variables(
             if text.startswith(variable, word.start)
             else None
         )
+        if legacy:
+            written: str | None = " ".join(w.value for w in words[1:])
+        else:
+            written = word.value.partition("=")[2] if "=" in word.value else None  # `ARG K`
         yield Hit(
             "env-var",
             variable,
@@ -236,6 +241,7 @@ def _variables(
             group_key=ins.start,
             group_size=len(pairs),
             group=whole,
+            value=None if written is None or "$" in written else written,
         )
         value = word.value.partition("=")[2]
         if ins.word == "ARG" and "/" in value and ":" in value:

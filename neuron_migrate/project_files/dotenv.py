@@ -10,7 +10,7 @@ again (`${KEY}` / `$KEY` interpolation).
 import re
 from collections.abc import Iterator
 
-from neuron_migrate.project_files.hits import Hit, assignment_line_hit
+from neuron_migrate.project_files.hits import Hit, assignment_line_hit, unquoted
 
 _ASSIGNMENT = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?P<key>[A-Za-z_][A-Za-z0-9_.]*)[ \t]*=[ \t]*(?P<value>.*)$"
@@ -40,7 +40,10 @@ def dotenv_hits(text: str) -> Iterator[Hit]:
                 i += 1
         end = len(text[:offset].rstrip("\r\n"))
         key = (start + found.start("key"), start + found.end("key"))
-        yield assignment_line_hit(text, start, end, key, read=_read(text, found["key"]))
+        written = value if quote in ('"', "'") else value.split(" #", 1)[0]
+        yield assignment_line_hit(
+            text, start, end, key, read=_read(text, found["key"]), value=unquoted(written)
+        )
 
 
 def _closed(rest: str, quote: str) -> bool:

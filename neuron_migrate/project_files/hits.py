@@ -32,6 +32,10 @@ class Hit(NamedTuple):
     group_size: int = 1
     group: tuple[int, int] | None = None
     bare_pin: bool = False  # a version written without `==` (Poetry's `2.1.2`, `2.1.*`)
+    # An environment variable's value where the file writes it out (quotes removed; None: not
+    # written or not known, `$OTHER`), and whether the use unsets it (`unset K`, `env -u K`).
+    value: str | None = None
+    unset: bool = False
 
 
 class Edit(NamedTuple):
@@ -96,7 +100,7 @@ def canonical_name(name: str) -> str:
 
 
 def assignment_line_hit(
-    text: str, start: int, end: int, key: tuple[int, int], *, read: bool
+    text: str, start: int, end: int, key: tuple[int, int], *, read: bool, value: str | None = None
 ) -> Hit:
     """An environment variable set by the line(s) `start:end` (a .env line, a Makefile
     `export`), its name at `key`: dropped with its lines unless the file `read`s it again."""
@@ -109,4 +113,14 @@ def assignment_line_hit(
         indent_at(text, start),
         drop=None if read else whole_lines(text, start, end),
         name=key,
+        value=value,
     )
+
+
+def unquoted(value: str) -> str | None:
+    """A written-out value without its quotes (`"0"` -> `0`); None where it expands another
+    variable (`$X`, `${X}`), whose value is not known here."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return None if "$" in value else value

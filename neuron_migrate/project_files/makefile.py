@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from functools import partial
 
-from neuron_migrate.project_files.hits import Hit, assignment_line_hit, line_end
+from neuron_migrate.project_files.hits import Hit, assignment_line_hit, line_end, unquoted
 
 _EXPORT = re.compile(
     r"^export[ \t]+(?P<key>[A-Za-z_][A-Za-z0-9_]*)[ \t]*(?:::=|:=|\?=|\+=|!=|=)[ \t]*(?P<value>.*)$"
@@ -38,7 +38,10 @@ def makefile_hits(text: str) -> Iterator[Hit]:
         found = _EXPORT.match(line)
         if found is not None:
             key = (start + found.start("key"), start + found.end("key"))
-            yield assignment_line_hit(text, start, end, key, read=_read(text, found["key"]))
+            value = unquoted(found["value"].split("#", 1)[0])  # make: `#` starts a comment
+            yield assignment_line_hit(
+                text, start, end, key, read=_read(text, found["key"]), value=value
+            )
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, int]]:

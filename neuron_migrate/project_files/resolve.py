@@ -57,6 +57,7 @@ class Resolved(NamedTuple):
     message: str  # the finding's
     marker: str  # the TODO comment's text
     pair: Target | None = None  # for a pin: the native pair the file should pin
+    fix: str = ""  # the fix this use takes: the rule's, or its value case's (`values:`)
 
 
 _API_PREFIX = {"env-var": "xla-env-var"}  # the Python analyzer's name for the same idiom
@@ -77,6 +78,11 @@ def resolve(text: str, kind: str, rules: tuple[Rule, ...], target: Target) -> li
             continue
         api = f"{_API_PREFIX.get(idiom, idiom)}:{hit.detail}"
         message = marker = rule.file_message()
+        fix = rule.files.fix
+        case = rule.value_case(hit.value, hit.unset) if idiom == "env-var" else None
+        if case is not None:  # `XLA_USE_BF16=0`: nothing to replace; a URL: no directory
+            message = marker = case.message
+            fix = case.fix
         pair = chosen if idiom == "package-pin" else target
         if idiom in ("package", "package-pin"):
             marker += f"; {pair.pair()}"
@@ -84,7 +90,7 @@ def resolve(text: str, kind: str, rules: tuple[Rule, ...], target: Target) -> li
             message += f" ({hit.note})"
         if idiom in ("package", "package-pin"):
             message += f"; {pair.pair()}"
-        resolved.append(Resolved(hit._replace(idiom=idiom), rule, api, message, marker, pair))
+        resolved.append(Resolved(hit._replace(idiom=idiom), rule, api, message, marker, pair, fix))
     return resolved
 
 

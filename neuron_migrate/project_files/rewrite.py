@@ -71,11 +71,12 @@ def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:
     assert files is not None
     if rule.safety == "unsafe" and not unsafe:
         return None
-    if files.fix == "drop" and hit.drop is not None:
+    fix = item.fix or files.fix
+    if fix == "drop" and hit.drop is not None:
         return Edit(hit.drop[0], hit.drop[1], "")
-    if files.fix == "rename" and hit.name is not None and files.rename_to:
+    if fix == "rename" and hit.name is not None and files.rename_to:
         return Edit(hit.name[0], hit.name[1], files.rename_to)
-    if files.fix == "pin" and hit.name is not None and hit.detail in target.versions():
+    if fix == "pin" and hit.name is not None and hit.detail in target.versions():
         pin = (item.pair or target).pins()[hit.detail]
         return Edit(hit.name[0], hit.name[1], pin if hit.bare_pin else f"=={pin}")
     return None
@@ -99,7 +100,7 @@ def _whole_statements(resolved: list[Resolved], unsafe: bool, target: Target) ->
         assert files is not None
         if (
             item.hit.group_size > 1
-            and files.fix == "drop"
+            and (item.fix or files.fix) == "drop"
             and _fix(item, unsafe, target) is not None
         ):
             drops.setdefault(item.hit.group_key, []).append(i)

@@ -70,7 +70,7 @@ def scan_project_file(
                 api=item.api,
                 message=item.message,
                 replacement=rule.replacement,
-                fixable=_fixable(item.hit, rule),
+                fixable=_fixable(item.hit, item.fix or rule.files.fix),
                 snippet=bounded_snippet(lines, line, col),
                 fingerprint=fingerprints.of(rule.code, item.api, normalised, occurrence),
             )
@@ -78,11 +78,9 @@ def scan_project_file(
     return FileResult(display, findings=tuple(findings))
 
 
-def _fixable(hit: object, rule: Rule) -> bool:
-    files = rule.files
-    assert files is not None
-    if files.fix == "drop":
+def _fixable(hit: object, fix: str) -> bool:
+    if fix == "drop":
         return getattr(hit, "drop", None) is not None
-    if files.fix == "rename":
+    if fix == "rename":
         return getattr(hit, "name", None) is not None
     return False

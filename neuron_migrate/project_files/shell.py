@@ -198,6 +198,8 @@ class _Reader:
         name: Any = None,
         note: str = "",
         group_size: int = 1,
+        value: str | None = None,
+        unset: bool = False,
     ) -> Hit:
         fragment = self.fragment
         whole = self.line_drop(statement) if group_size > 1 else None
@@ -222,6 +224,8 @@ class _Reader:
             group_key=self.pos(statement.start_byte),
             group_size=group_size,
             group=group if group and exact else None,
+            value=value,
+            unset=unset,
         )
 
     def line_drop(self, node: Any) -> tuple[int, int] | None:
@@ -347,8 +351,23 @@ class _Reader:
         if drop is not None and variable in self.read_names:
             drop = None  # the script reads it later: removing it changes what runs
         yield self.hit(
-            "env-var", variable, node, statement, drop=drop, name=name, group_size=group_size
+            "env-var",
+            variable,
+            node,
+            statement,
+            drop=drop,
+            name=name,
+            group_size=group_size,
+            value=self.assigned(node),
         )
+
+    def assigned(self, node: Any) -> str | None:
+        """The value `K=value` writes out (`export K=0`: "0"; `K=` : ""), None where it is
+        not written or expands something (`export K`, `K=$OTHER`)."""
+        if node.type != "variable_assignment":
+            return None
+        value = node.child_by_field_name("value")
+        return "" if value is None else _literal(self, value)
 
     def unset(self, node: Any) -> Iterator[Hit]:
         names = [c for c in node.children if c.type == "variable_name"]
@@ -362,6 +381,7 @@ class _Reader:
                 drop=drop,
                 name=child,
                 group_size=len(names),
+                unset=True,
             )
 
     def command(self, node: Any) -> Iterator[Hit]:
@@ -370,7 +390,13 @@ class _Reader:
                 name = child.child_by_field_name("name")
                 variable = self.raw(name) if name is not None else ""
                 yield self.hit(
-                    "env-var", variable, child, node, drop=self.word_drop(child), name=name
+                    "env-var",
+                    variable,
+                    child,
+                    node,
+                    drop=self.word_drop(child),
+                    name=name,
+                    value=self.assigned(child),
                 )
         words = [
             c
@@ -398,9 +424,11 @@ class _Reader:
                     elif word.startswith("-"):
                         i += 1
                     elif re.match(r"^[A-Za-z_]\w*=", word):
-                        variable = word.partition("=")[0]
+                        variable, _, value = word.partition("=")
                         drop = self.word_drop(words[i])
-                        yield self.hit("env-var", variable, words[i], statement, drop=drop)
+                        yield self.hit(
+                            "env-var", variable, words[i], statement, drop=drop, value=value
+                        )
                         i += 1
                     else:
                         break

@@ -16,6 +16,7 @@ from neuron_migrate.project_files.hits import (
     ReaderError,
     indent_at,
     line_end,
+    unquoted,
     whole_lines,
 )
 
@@ -107,6 +108,7 @@ def _item_hits(text: str, key: str, start: int, end: int, on_key_line: bool) -> 
             indent_at(text, marker_at),
             drop=drop,
             name=(start, start + len(name)),
+            value=unquoted(value[found.end() :].split(" #", 1)[0]),
         )
     elif key == "commands":
         from neuron_migrate.project_files.shell import Fragment, shell_hits

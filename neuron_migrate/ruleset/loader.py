@@ -19,12 +19,14 @@ from neuron_migrate.ruleset.model import (
     FILE_KINDS,
     SAFETIES,
     SEVERITIES,
+    VALUE_CLASSES,
     Example,
     FileExample,
     FileRule,
     Match,
     Rewrite,
     Rule,
+    ValueCase,
 )
 from neuron_migrate.yaml_data import InvalidYaml, load_yaml
 
@@ -46,6 +48,7 @@ _TOP_KEYS = {
     "severity",
     "examples",
     "files",
+    "values",
 }
 _FILES_KEYS = {"kinds", "idiom", "details", "fix", "status", "rename_to", "message", "examples"}
 _FILE_EXAMPLE_KEYS = {"kind", "before", "after", "unchanged", "fixes"}
@@ -230,6 +233,30 @@ def _files(fields: _Fields) -> FileRule:
     )
 
 
+_VALUE_KEYS = {"when", "fix", "message"}
+
+
+def _values(fields: _Fields) -> tuple[ValueCase, ...]:
+    raw = fields.data.get("values", [])
+    if not isinstance(raw, list):
+        raise fields.fail("values", "must be a list")
+    cases = []
+    for i, item in enumerate(raw):
+        case = _Fields(fields.path, item, f"values[{i}]")
+        case.only(_VALUE_KEYS)
+        message = case.text("message") or ""
+        if "\n" in message:
+            raise case.fail("message", "must be one line (it becomes a comment)")
+        cases.append(
+            ValueCase(
+                when=case.choice("when", VALUE_CLASSES, ""),
+                fix=case.choice("fix", ("drop", "marker"), "marker"),
+                message=message,
+            )
+        )
+    return tuple(cases)
+
+
 def parse_rule(path: Path, data: Any, display: str) -> Rule:
     """Validate one parsed YAML document as a rule."""
     fields = _Fields(display, data)
@@ -282,6 +309,7 @@ def parse_rule(path: Path, data: Any, display: str) -> Rule:
         examples=examples,
         unchanged=tuple(u if u.endswith("\n") else u + "\n" for u in unchanged),
         files=_files(fields.sub("files")) if fields.data.get("files") is not None else None,
+        values=_values(fields),
     )
 
 

@@ -122,6 +122,37 @@ FILE_FIXES: tuple[str, ...] = (
 )
 
 
+# What an environment variable's value may be that changes what a rule says of it (`values:`).
+VALUE_CLASSES: tuple[str, ...] = (
+    "disabled",  # "0", "false", "no", "off", empty, or the variable unset: the switch is off
+    "url",  # a URL (`s3://bucket/cache`): no local directory
+)
+_OFF_VALUES = frozenset({"0", "false", "no", "off", ""})
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def value_class(value: str | None, unset: bool = False) -> str | None:
+    """The class of an environment variable's value (see VALUE_CLASSES), None when it has
+    none or the value is not known (an expansion, `export K` alone)."""
+    if unset:
+        return "disabled"
+    if value is None:
+        return None
+    value = value.strip()
+    if value.lower() in _OFF_VALUES:
+        return "disabled"
+    return "url" if _URL.match(value) else None
+
+
+class ValueCase(NamedTuple):
+    """What a rule says, and which fix it takes, where the variable's value is of one class:
+    `XLA_USE_BF16=0` is disabled, so there is nothing to replace; a URL is no directory."""
+
+    when: str  # one of VALUE_CLASSES
+    fix: str  # one of FILE_FIXES (project files); in Python code any fix but a marker is none
+    message: str  # the finding's message and marker text
+
+
 class FileExample(NamedTuple):
     """A before/after pair (or an unchanged text, after == before) in one file kind."""
 
@@ -161,6 +192,14 @@ class Rule(NamedTuple):
     examples: tuple[Example, ...] = ()
     unchanged: tuple[str, ...] = ()
     files: FileRule | None = None
+    values: tuple[ValueCase, ...] = ()
+
+    def value_case(self, value: str | None, unset: bool = False) -> ValueCase | None:
+        """The case of `values:` a variable's value falls under, if any."""
+        if not self.values:
+            return None
+        found = value_class(value, unset)
+        return next((case for case in self.values if case.when == found), None)
 
     @property
     def has_rewrite(self) -> bool:

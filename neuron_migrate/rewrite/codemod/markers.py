@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
 from neuron_migrate.ruleset import Rule
+
+if TYPE_CHECKING:
+    from neuron_migrate.scan.analyzer.sites import Site
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -14,8 +17,11 @@ TODO_PREFIX = "# TODO(neuron-migrate "
 NOTE_PREFIX = "# NOTE(neuron-migrate "
 
 
-def todo_text(rule: Rule) -> str:
-    return rule.marker()
+def todo_text(rule: Rule, site: Site | None = None) -> str:
+    """The TODO for a site of `rule`: what the rule says, or what it says of the value the
+    site sets (`os.environ["XLA_USE_BF16"] = "0"`: drop it)."""
+    case = rule.value_case(site.env_value, site.env_unset) if site and site.env_setting else None
+    return f"{TODO_PREFIX}{rule.code}): {case.message}" if case else rule.marker()
 
 
 def note_text(rule: Rule, text: str) -> str:

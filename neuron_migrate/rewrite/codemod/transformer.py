@@ -177,7 +177,7 @@ class RuleTransformer(HeaderComments, StatementCleanup, PrunedTransformer):
         site's node, which finds its statement when a transform splits that one in several."""
         self.record(ruled, "ambiguous" if ruled.site.ambiguous else "marked")
         target = statement if statement is not None else self.statements[-1]
-        self.comments[id(target)].append((todo_text(ruled.rule), node))
+        self.comments[id(target)].append((todo_text(ruled.rule, ruled.site), node))
 
     def allowed(self, ruled: RuledSite) -> bool:
         return fix_blocker(ruled.rule, ruled.site, unsafe=self.ctx.unsafe) is None

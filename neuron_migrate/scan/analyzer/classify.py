@@ -172,15 +172,18 @@ class _Classifier:
             self.add(site, rule, category=category, status="advice", api=api, message=rule.summary)
             return
         blocker = self.blocker(rule, site) if rule.has_rewrite else None
+        # What the rule says of the value the site sets (`XLA_USE_BF16 = "0"`: drop it).
+        case = rule.value_case(site.env_value, site.env_unset) if site.env_setting else None
+        summary = case.message if case is not None else rule.summary
         self.add(
             site,
             rule,
             category=category,
             status="advice" if rule.advises else "xla",
             api=api,
-            message=rule.summary
-            if blocker is None
-            else f"{rule.summary} (not rewritten: {blocker})",
+            message=summary
+            if blocker is None or blocker == summary
+            else f"{summary} (not rewritten: {blocker})",
             replacement=rule.replacement,
             fixable=rule.has_rewrite and blocker is None,
         )

@@ -56,6 +56,9 @@ def fix_blocker(rule: Rule, site: Site, *, unsafe: bool = False) -> str | None:
         return "rewritten only with --unsafe-fixes"
     if site.blocked:
         return site.blocked
+    case = rule.value_case(site.env_value, site.env_unset) if site.env_setting else None
+    if case is not None and case.fix == "marker":  # a URL is no directory (NM706)
+        return case.message
     if site.kind == "import" and site.guarded:
         return "an import under an availability guard stays, with a marker"
     transform = rewrite.transform or ""

@@ -149,6 +149,10 @@ class Site(NamedTuple):
     # (`os.environ[K] = v`, `del os.environ[K]`, `os.environ.setdefault(K, v)` / `.pop(K)`,
     # `os.putenv(K, v)`), which a rule may delete; a key read anywhere else is not.
     env_setting: bool = False
+    # ... the value it sets, where written as a constant (`"0"`, `False` -> "False"; None: not
+    # known), and whether it deletes the variable: a rule's `values:` read them.
+    env_value: str | None = None
+    env_unset: bool = False
     # torch_xla calls: every argument, as the transforms read it.
     call_args: tuple[Arg, ...] = ()
     # torch_xla calls: the statement whose whole value the call is ("expression", "assignment"
@@ -272,6 +276,26 @@ def _sets_environment(key: ast.AST, parents: dict[int, ast.AST]) -> bool:
     if func.attr in ("setdefault", "pop"):
         return _environ(func.value)
     return func.attr == "putenv" and isinstance(func.value, ast.Name) and func.value.id == "os"
+
+
+def _set_value(key: ast.AST, parents: dict[int, ast.AST]) -> tuple[str | None, bool]:
+    """For the key of a statement that sets or deletes a variable (`_sets_environment`): the
+    constant it sets, as the environment holds it (None when not a constant), and whether it
+    deletes the variable (`del os.environ[K]`, `os.environ.pop(K)`)."""
+    parent = parents.get(id(key))
+    value: ast.AST | None = None
+    if isinstance(parent, ast.Subscript):
+        statement = parents.get(id(parent))
+        if isinstance(statement, ast.Delete):
+            return None, True
+        value = statement.value if isinstance(statement, ast.Assign) else None
+    elif isinstance(parent, ast.Call):
+        if isinstance(parent.func, ast.Attribute) and parent.func.attr == "pop":
+            return None, True
+        value = parent.args[1] if len(parent.args) > 1 else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, str | int | bool):
+        return str(value.value), False
+    return None, False
 
 
 def _autocast_device_blocker(call: ast.Call, argument: ast.expr | None, node: ast.expr) -> str:
@@ -833,6 +857,7 @@ class _SiteFinder:
             self.device_strings.add(id(node))
         literal = isinstance(node, ast.Constant) and isinstance(node.value, str)
         setting = kind in _ENV_IDIOMS and _sets_environment(node, self.model.parents)
+        value, unset = _set_value(node, self.model.parents) if setting else (None, False)
         self.site(
             "idiom",
             node,
@@ -842,6 +867,8 @@ class _SiteFinder:
             literal=literal,
             blocked=blocked,
             env_setting=setting,
+            env_value=value,
+            env_unset=unset,
         )
 
     def idioms_in_call(self, call: ast.Call, guarded: bool) -> None:
