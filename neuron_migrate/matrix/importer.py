@@ -52,6 +52,21 @@ _BY_BASE = "dev-snapshot registered by base name"
 _ALLOCATION = ("aten::empty.memory_format", "aten::empty_strided")
 # What torch calls to copy between the host and a PrivateUse1 device; no CPU kernel of its own.
 _TRANSFER = "aten::_copy_from"
+# The kernels torch runs an op with on the host, as the simulated device asks for them.
+_HOST_KEYS = (
+    "CPU",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+)
+_DEVICE_HANDLED = frozenset({_TRANSFER, "aten::_copy_from_and_resize", "aten::record_stream"})
+# A registered op torch has no host kernel for (CUDA- or MKLDNN-only): native on the snapshot's
+# word, which nothing here can check.
+_NOT_SIMULATED = (
+    "no CPU kernel in the torch this file was generated with (only CUDA/MKLDNN/MPS ones): the "
+    "simulated device, which runs each op with torch's CPU kernel, cannot run it "
+    "(NeuronNotSimulatedError), so its status rests on the dev snapshot's registration alone"
+)
 _APIS_COMMENT = "# Public APIs the release names (what `matrix import` writes for table rows)."
 
 
@@ -180,7 +195,7 @@ class Classifier:
         )
         for op in reg:
             if op in self.t.names:
-                exact.ops[op] = ""
+                exact.ops[op] = "" if self._host_runs(op) else _NOT_SIMULATED
             elif "." not in op:
                 by_base.ops[op] = ""
             else:
@@ -299,6 +314,11 @@ class Classifier:
             and n.partition(".")[0][len("aten::fft_") :] in spec["transforms"]
         ]
         return sorted(set(kernels) | set(transforms))
+
+    def _host_runs(self, op: str) -> bool:
+        """Whether torch can run `op` on the host (a CPU or device-agnostic kernel), as the
+        simulated device does; the transfers and record_stream it implements itself."""
+        return op in _DEVICE_HANDLED or any(self.t.has(op, key) for key in _HOST_KEYS)
 
     def _only_under(self, op: str, keys: tuple[str, ...]) -> bool:
         mine = self.t.kernels.get(op, set())
