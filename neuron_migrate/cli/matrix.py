@@ -218,7 +218,8 @@ def _print_report(console: Console, r: NameReport) -> None:
 
     if r.table_row is not None:
         kind = f" ({r.table_row['kind']})" if r.table_row["kind"] else ""
-        entry(f"official table{kind}", r.table_row)
+        official = r.table_row["evidence"].get("kind") == "official-table"
+        entry(f"{'official table' if official else 'API row'}{kind}", r.table_row)
     if r.namespace is not None:
         entry(f"namespace {r.namespace['namespace']}", r.namespace)
     for op in r.ops:

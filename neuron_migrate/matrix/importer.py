@@ -580,7 +580,7 @@ def for_release(
         "honesty_note": curated["honesty_note"] + release["honesty_note"],
         "evidence": {**curated["evidence"], **release["evidence"]},
         "unknowns": [*curated["unknowns"], *release.get("unknowns", [])],
-        "apis": release.get("apis", {}),
+        "apis": {**curated.get("apis", {}), **release.get("apis", {})},
     }
     return merged, [*kept, *added]
 

@@ -108,7 +108,7 @@ def describe_name(name: str, matrix: Matrix, api_map: ApiMap | None) -> NameRepo
         status = max(statuses, key=lambda s: _RANK.get(s, 0)) if statuses else "native"
         if aten is None:
             note = f"{qualname}: not in the API map; " + (
-                "the official table's row" if ns is None else "namespace rule only"
+                "its API row" if ns is None else "namespace rule only"
             )
         elif not aten:
             note = f"{qualname} reaches no device op"

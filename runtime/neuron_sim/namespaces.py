@@ -119,8 +119,18 @@ def _guard_table_rows(refuser: _Refuser) -> None:
         original = getattr(owner, name, None) if owner is not None else None
         if not callable(original):
             continue  # not a function of this torch (or a flag, as torch.backends.*.benchmark)
-        note = f"N in the official table of torch-neuronx {refuser.matrix.version}"
-        setattr(owner, name, _refusing(original, qualname, note, refuser))
+        matrix = refuser.matrix
+        if matrix.evidence_kind(row.source) == "official-table":
+            note = f"N in the official table of torch-neuronx {matrix.version}"
+        else:  # the matrix's own row: an API a later release names as newly working
+            note = f"not supported in torch-neuronx {matrix.version}: {row.note}"
+        # The device's own functions (torch.accelerator's memory ones) take no tensor: any
+        # call is the device's.
+        always = qualname.startswith(_DEVICE_APIS)
+        refusing = _refusing(original, qualname, note, refuser, always)
+        setattr(owner, name, refusing)
+        if owner is torch.accelerator and getattr(torch.accelerator.memory, name, None):
+            setattr(torch.accelerator.memory, name, refusing)  # the same function, twice named
 
 
 def _owner_of(qualname: str) -> tuple[Any, str]:
@@ -140,12 +150,15 @@ def _owner_of(qualname: str) -> tuple[Any, str]:
             return None, name
 
 
+_DEVICE_APIS = ("torch.accelerator.",)
+
+
 def _refusing(
-    api: Callable[..., Any], qualname: str, note: str, refuser: _Refuser
+    api: Callable[..., Any], qualname: str, note: str, refuser: _Refuser, always: bool = False
 ) -> Callable[..., Any]:
     @functools.wraps(api)
     def refusing(*args: Any, **kwargs: Any) -> Any:
-        if _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
+        if always or _has_neuron_tensor(args) or _has_neuron_tensor(kwargs.values()):
             raise refuser.refuse(qualname, note=note)
         return api(*args, **kwargs)
 

@@ -41,7 +41,13 @@ def test_2_34_adds_only_what_its_readable_text_names(old: str, new: str) -> None
         "host_only",
         "inferred",
     )
-    assert a.api_status("torch.nn.attention.varlen.varlen_attn") is None
+    # on a 2.33 target the same APIs are refused, on an inference from the 2.34 text
+    for api in ("torch.nn.attention.varlen.varlen_attn", "torch.accelerator.memory_allocated"):
+        older = a.api_status(api)
+        assert older is not None and (older.status, a.confidence(older.source)) == (
+            "unsupported",
+            "inferred",
+        )
 
 
 def test_what_could_not_be_read_is_said() -> None:

@@ -313,7 +313,7 @@ class _Classifier:
                 category="op",
                 status="unsupported",
                 api=qualname,
-                message=f"{qualname}: N (not supported) in the official table of torch-neuronx "
+                message=f"{qualname}: {_refused_by(ctx.matrix, row.source)} torch-neuronx "
                 f"{ctx.matrix.version}{' (' + row.note + ')' if row.note else ''}"
                 f"{_sure(ctx.matrix, [row.source])}",
                 evidence=ctx.matrix.surest([row.source]),
@@ -588,3 +588,11 @@ def _weakest(matrix: Matrix, sources: list[str]) -> str:
 
     order = list(CONFIDENCES)
     return max((matrix.confidence(s) for s in sources), key=order.index, default="unknown")
+
+
+def _refused_by(matrix: Matrix, source: str) -> str:
+    """How an API row that refuses an API is named: an official table's N, or the matrix's own
+    row (an API a later release names as newly working)."""
+    if matrix.evidence_kind(source) == "official-table":
+        return "N (not supported) in the official table of"
+    return "not supported in"
