@@ -79,6 +79,8 @@ def test_the_scan_reads_every_row_kind(tmp_path: Path, matrix_file: Path) -> Non
     }
     add = next(f for f in report["findings"] if f["api"] == "torch.add")
     assert add["evidence_confidence"] == "confirmed"
+    # the dtype the row names is said, as the device records it per call
+    assert "aten::add.Tensor falls back for float64" in add["message"], add["message"]
 
 
 def test_the_device_reads_every_row_kind(sim_run, matrix_file: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.ruleset import Rule
 from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
@@ -456,7 +456,8 @@ class _Classifier:
             status=status,
             api=api,
             message=f"{api}: {detail} on torch-neuronx {matrix.version}{_sure(matrix, sources)}"
-            + patterns,
+            + patterns
+            + _by_dtype(matrix, aten),
             aten=aten,
             confidence=confidence,
             evidence=matrix.surest(sources),
@@ -596,3 +597,23 @@ def _refused_by(matrix: Matrix, source: str) -> str:
     if matrix.evidence_kind(source) == "official-table":
         return "N (not supported) in the official table of"
     return "not supported in"
+
+
+_DTYPE_ROWS: dict[int, tuple[Any, bool]] = {}  # id(matrix.apis) -> (apis, any row names dtypes)
+
+
+def _by_dtype(matrix: Matrix, aten: tuple[str, ...]) -> str:
+    """What an imported table says of some dtypes of these ops (`aten::add.Tensor` falls back
+    for float64): the scan cannot see a tensor's dtype, the simulated device decides per call."""
+    apis = matrix.apis
+    known = _DTYPE_ROWS.get(id(apis))
+    if known is None or known[0] is not apis:  # once per matrix: this runs at every op call
+        known = _DTYPE_ROWS[id(apis)] = (apis, any(row.dtypes for row in apis.values()))
+    if not known[1]:  # the bundled matrices: no row names dtypes
+        return ""
+    said = [
+        f"{op} falls back for {', '.join(dtypes)}"
+        for op in aten
+        if (dtypes := matrix.dtype_fallbacks(op))
+    ]
+    return f"; {'; '.join(said)} (a run records each call by its dtype)" if said else ""
