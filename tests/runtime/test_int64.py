@@ -132,6 +132,8 @@ f = torch.tensor(0.1, dtype=torch.float64, device="neuron")
 assert f.dtype is torch.float64 and f.item() == 0.1, f.item()
 assert (f * 3).item() == 0.1 * 3
 assert f.to("neuron", torch.float64).cpu().item() == 0.1
+assert torch.full((), 0.1, dtype=torch.float64, device="neuron").item() == 0.1
+assert torch.tensor([0.1, 0.2], dtype=torch.float64).sum().to("neuron").item() == 0.1 + 0.2
 g = torch.tensor([0.1], dtype=torch.float64, device="neuron")
 assert g.item() == torch.tensor(0.1, dtype=torch.float32).item(), g.item()
 print("SCALARS_OK")
@@ -143,5 +145,5 @@ def test_0_dim_int64_and_float64_tensors_are_not_narrowed(sim_run) -> None:
     run.assert_finished("SCALARS_OK")
     # only the non-scalar float64 tensor is a downcast in the trace
     [float64] = [d for d in run.trace["downcasts"] if d["dtype"] == "float64"]
-    assert float64["first_location"].endswith("script.py:23"), float64
-    assert set(float64["locations"]) == {"script.py:23"}, float64["locations"]
+    assert float64["first_location"].endswith("script.py:25"), float64
+    assert set(float64["locations"]) == {"script.py:25"}, float64["locations"]
