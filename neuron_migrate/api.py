@@ -515,7 +515,8 @@ def collect_result(report: ScanReport, result: ScannedFile) -> FileFindings | No
     report.files_done += 1
     if result.error is not None:
         report.errors.append(result.error)
-        return None
+        if not result.error.partial:  # else the rest of the file was read: count it too
+            return None
     report.unused_suppressions.extend(result.unused_suppressions)
     if result.prefiltered:
         report.files_prefiltered += 1

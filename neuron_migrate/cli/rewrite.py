@@ -61,7 +61,8 @@ def _print_summary(summary: RewriteSummary, verb: str) -> None:
 
     err = Console(stderr=True)
     for error in summary.errors:
-        err.print(f"[yellow]skipped[/] {error.path}: {error.reason}", highlight=False)
+        what = "read in part" if error.partial else "skipped"
+        err.print(f"[yellow]{what}[/] {error.path}: {error.reason}", highlight=False)
     for line in summary.lines(verb):
         err.print(line, highlight=False, markup=False)
     if summary.from_cache:

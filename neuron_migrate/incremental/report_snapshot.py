@@ -151,7 +151,8 @@ def _entry(
     failing: int,
 ) -> FileEntry:
     detail = (_outcome(result), _counted(table), failing)
-    unmapped = tuple(result.unmapped_apis.items()) if result.error is None else ()
+    read = result.error is None or result.error.partial
+    unmapped = tuple(result.unmapped_apis.items()) if read else ()
     return FileEntry(path, sig, pickle.dumps(detail, pickle.HIGHEST_PROTOCOL), unmapped, None)
 
 
@@ -486,7 +487,7 @@ def _folder_signatures(folders: list[str]) -> list[Signature | None]:
 
 
 def _outcome(result: "ScannedFile") -> str:
-    if result.error is not None:
+    if result.error is not None and not result.error.partial:  # else its other cells count
         return "error"
     if result.prefiltered:
         return "prefiltered"

@@ -25,6 +25,11 @@ How the module is built, and why:
   IPython joins into one command) become `__neuron_migrate_magic__(K)` at the command's
   indentation, and come back verbatim afterwards. A
   cell that parses is left exactly as it is (so `"!"` inside a string is never touched).
+- A cell that does not parse even so (a real syntax error: IPython would refuse it too) is
+  left out: a stand-in statement, `__neuron_migrate_unparsed__(name, ...)`, takes its place and
+  names every identifier in it, so a rewrite of the other cells keeps the imports it uses.
+  `unparsed` says which cells, and why; their lines locate nowhere, and `cell_sources` gives
+  them back exactly as they were.
 - A cell magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, ...) keeps its body;
   other cell magics (`%%bash`, `%%writefile`, ...) and non-code cells are left out of the module.
   A `%%writefile NAME.py` cell is read apart, as the Python file it writes (`written_files`):
@@ -39,19 +44,24 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from neuron_migrate.errors import NeuronMigrateError
+from neuron_migrate.scan.findings import FileError
 
 CELL_SENTINEL = "__neuron_migrate_cell__"
 MAGIC_PLACEHOLDER = "__neuron_migrate_magic__"
+UNPARSED_STAND_IN = "__neuron_migrate_unparsed__"
 
 _SENTINEL_LINE = re.compile(rf"^{CELL_SENTINEL}\((\d+)\)\s*$")
 _PLACEHOLDER_LINE = re.compile(rf"^(\s*){MAGIC_PLACEHOLDER}\((\d+)\)\s*$")
+_STAND_IN_LINE = re.compile(rf"^{UNPARSED_STAND_IN}\(.*\)\s*$")
+_NAME = re.compile(r"[^\W\d]\w*")
 _MAGIC_LINE = re.compile(
     r"^\s*(?:[%!?]"  # %magic, %%magic, !shell, ?help
     r"|[\w.,\s\[\]()*]+=\s*[%!]"  # x = !ls, files = %sx ls
@@ -84,11 +94,17 @@ class SplitNotebook:
     # A cell's indented first line (IPython drops that indentation): verbatim while it stays
     # first, else at its block's indentation (an import the rewrite added above it).
     leading: frozenset[int] = frozenset()
+    # Cells that do not parse, each with why: (cell, line in the cell, Python's message). In
+    # the module as a stand-in statement only.
+    unparsed: tuple[tuple[int, int, str], ...] = ()
 
     def locate(self, line: int) -> tuple[int, int] | None:
-        """(cell, line in cell) for a line of `source`; None for a sentinel line."""
+        """(cell, line in cell) for a line of `source`; None for a sentinel line and the
+        stand-in of a cell that does not parse."""
         for span in self.cells:
             if span.first_line <= line < span.first_line + span.line_count:
+                if any(span.cell == unread[0] for unread in self.unparsed):
+                    return None
                 offset = 1 if span.cell in self.cell_magic_lines else 0  # the %%magic line
                 return span.cell, line - span.first_line + 1 + offset
         return None
@@ -159,6 +175,7 @@ def split_notebook(text: str) -> SplitNotebook:
     magics: list[str] = []
     continued: set[int] = set()
     leading: set[int] = set()
+    unparsed: list[tuple[int, int, str]] = []
     cell_magic_lines: dict[int, str] = {}
     line = 1
     for number, cell in enumerate(data["cells"], 1):
@@ -171,10 +188,19 @@ def split_notebook(text: str) -> SplitNotebook:
                 continue  # not Python: leave the cell alone
             cell_magic_lines[number] = first + "\n"
             body = rest
-        masked = _mask_magics(body, magics, continued, leading)
+        error = _syntax_error(body) if body else None
+        masked = body
+        if error is not None:  # IPython syntax, or a real error
+            masked = _mask_magics(body, magics, continued, leading)
+            error = _syntax_error(masked) if masked != body else error
         parts.append(f"{CELL_SENTINEL}({number})\n")
         line += 1
         trailing = body.endswith("\n")
+        if error is not None:
+            at = (error.lineno or 1) + (1 if number in cell_magic_lines else 0)
+            unparsed.append((number, at, error.msg))
+            masked = _stand_in(body)
+            trailing = True
         if masked:
             parts.append(masked if trailing else masked + "\n")
         count = masked.count("\n") + (0 if trailing or not masked else 1)
@@ -188,22 +214,31 @@ def split_notebook(text: str) -> SplitNotebook:
         language,
         frozenset(continued),
         frozenset(leading),
+        tuple(unparsed),
     )
 
 
-def _parses(body: str) -> bool:
+def _syntax_error(body: str) -> SyntaxError | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             ast.parse(body)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    except SyntaxError as exc:
+        return exc
+    except ValueError as exc:  # a NUL byte
+        return SyntaxError(str(exc))
+    return None
+
+
+def _stand_in(body: str) -> str:
+    """The statement that stands for a cell that does not parse: a call naming each identifier
+    in it (strings and comments included: a name too many only keeps an import)."""
+    names = dict.fromkeys(n for n in _NAME.findall(body) if not keyword.iskeyword(n))
+    names.pop(UNPARSED_STAND_IN, None)
+    return f"{UNPARSED_STAND_IN}({', '.join(names)})\n"
 
 
 def _mask_magics(body: str, magics: list[str], continued: set[int], leading: set[int]) -> str:
-    if not body or _parses(body):
-        return body
     out = []
     continuing = False
     indent = ""
@@ -233,9 +268,13 @@ def _mask_magics(body: str, magics: list[str], continued: set[int], leading: set
 
 def cell_sources(split: SplitNotebook, module: str) -> dict[int, str]:
     """Each cell's source, taken back out of a (possibly rewritten) module: magics restored,
-    the `%%magic` line put back, each cell's final newline as it was."""
+    the `%%magic` line put back, each cell's final newline as it was. A cell that does not
+    parse is not in it: it stays as it is (a marker a rewrite put on its stand-in is dropped;
+    lines a rewrite added before the first sentinel join the first cell that parses)."""
     wanted = {span.cell: span for span in split.cells}
+    unread = {unparsed[0] for unparsed in split.unparsed}
     out: dict[int, list[str]] = {}
+    stand_ins: dict[int, list[str]] = {}
     current: int | None = None
     preamble: list[str] = []
     code = False  # the cell being taken out has a line that is not blank (the preamble's too)
@@ -245,17 +284,28 @@ def cell_sources(split: SplitNotebook, module: str) -> dict[int, str]:
             current = int(sentinel.group(1))
             if current not in wanted:
                 raise NotebookError(f"cell sentinel {current} does not belong to this notebook")
+            if current in unread:
+                stand_ins[current] = []
+                continue
             code = code and not out
             out[current] = preamble if not out else []
             preamble = []
+            continue
+        if current in stand_ins:
+            stand_ins[current].append(line)
             continue
         (out[current] if current is not None else preamble).append(
             _restore(line, split, first=not code)
         )
         code = code or bool(line.strip())
-    missing = sorted(set(wanted) - set(out))
+    if any(line.strip() for line in preamble):  # no cell parses: none can take them
+        raise NotebookError("the rewrite added lines to a notebook no cell of which parses")
+    missing = sorted(set(wanted) - set(out) - set(stand_ins))
     if missing:
         raise NotebookError(f"the rewritten module lost the start of cell {missing[0]}")
+    for number, lines in stand_ins.items():
+        if any(_STAND_IN_LINE.match(x) is None and x.strip()[:1] not in ("", "#") for x in lines):
+            raise NotebookError(f"the rewrite put code into cell {number}, which does not parse")
     result = {}
     for number, lines in out.items():
         text = "".join(lines)
@@ -312,12 +362,14 @@ def _inline_separators(original: str) -> tuple[str, str]:
     return (", ", ": ") if re.search(r'", "|": ', original) else (",", ":")
 
 
-def transform_notebook(text: str, transform: Callable[[str], str]) -> str:
+def transform_notebook(
+    text: str, transform: Callable[[str], str], split: SplitNotebook | None = None
+) -> str:
     """Apply a source-to-source `transform` to a notebook's Python code cells; returns the new
     notebook text (`text` itself when nothing changed or it is not a Python notebook).
 
     For the rewrite: `transform_notebook(text, lambda module: rewrite_source(module).new)`."""
-    split = split_notebook(text)
+    split = split_notebook(text) if split is None else split
     if split.language != "python":
         return text
     new = join_notebook(text, split, transform(split.source)) if split.cells else text
@@ -327,6 +379,8 @@ def transform_notebook(text: str, transform: Callable[[str], str]) -> str:
     data = load_notebook(new)
     changed = False
     for file in written:
+        if _syntax_error(file.source) is not None:  # left as it is (`unread_cells`)
+            continue
         rewritten = transform(file.source)
         if rewritten == file.source:
             continue
@@ -337,3 +391,37 @@ def transform_notebook(text: str, transform: Callable[[str], str]) -> str:
         old = cell.get("source", "")
         cell["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
     return dump_like(data, text) if changed else new
+
+
+class Unread(NamedTuple):
+    """A cell that could not be read, and why ("line 2: invalid syntax", its line in the cell)."""
+
+    cell: int
+    why: str
+    kind: str = "syntax"
+
+
+def unread_cells(text: str, split: SplitNotebook) -> tuple[list[Unread], bool]:
+    """The cells of a notebook (`text`, split as `split`) that do not parse, `%%writefile`
+    cells included, and whether any other cell was read."""
+    unread = [Unread(cell, f"line {line}: {why}") for cell, line, why in split.unparsed]
+    read = len(split.unparsed) < len(split.cells)
+    for file in written_files(text):
+        error = _syntax_error(file.source)
+        if error is None:
+            read = True
+        else:  # its lines are the cell's after the %%writefile line
+            unread.append(Unread(file.cell, f"line {(error.lineno or 1) + 1}: {error.msg}"))
+    return unread, read
+
+
+def cells_error(display: str, unread: list[Unread], partial: bool) -> FileError:
+    """One error for a notebook's cells that could not be read: the first three named, in
+    order; `partial`: the other cells were read."""
+    unread = sorted(unread)
+    first = unread[0]
+    named = [f"in cell {u.cell}, {u.why}" for u in unread[:3]]
+    more = len(unread) - len(named)
+    reason = "; ".join(named) + (f"; and {more} more cell{'s' if more > 1 else ''}" if more else "")
+    prefix = "syntax error " if first.kind == "syntax" else ""
+    return FileError(display, prefix + reason, first.kind, cell=first.cell, partial=partial)

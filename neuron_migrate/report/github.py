@@ -68,9 +68,9 @@ def render_github(report: ScanReport) -> str:
         lines.append(
             _command(
                 "error",
-                f"not scanned: {e.reason}",
+                f"{e.what}: {e.reason}",
                 file=repo_path(report, e.path),
-                title="neuron-migrate: file not scanned",
+                title=f"neuron-migrate: file {e.what}",
             )
         )
     summary = summarize(report)

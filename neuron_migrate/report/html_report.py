@@ -22,6 +22,7 @@ from neuron_migrate.report.summary import (
     baseline_state,
     failed_gate_text,
     location,
+    partly_scanned,
     sorted_findings,
     summarize,
 )
@@ -100,8 +101,10 @@ def render_html(report: ScanReport) -> str:
         ("fixme", suppressed["fixme"]),
         ("unused suppressions", summary["unused_suppressions"]),
         ("files analyzed", files["analyzed"]),
-        ("files not scanned", files["errors"]),
+        ("files not scanned", files["errors"] - partly_scanned(report.errors)),
     ]
+    if partly_scanned(report.errors):
+        cards.append(("files partly scanned", partly_scanned(report.errors)))
     baseline = summary["baseline"]
     if baseline is not None:
         cards += [("new since baseline", baseline["new"]), ("in baseline", baseline["unchanged"])]
@@ -246,12 +249,12 @@ def _extra_sections(report: ScanReport) -> list[str]:
                 f"{escape(u.kind)}[{escape(', '.join(u.codes))}]</li>"
             )
         out.append("</ul>")
-    if report.errors:
-        out += ["<h2>Files not scanned</h2>", "<ul>"]
-        out += [
-            f"<li><code>{escape(e.path)}</code>: {escape(e.reason)}</li>"
-            for e in sorted(report.errors, key=lambda e: e.path)
-        ]
+    for partial in (False, True):  # a notebook with a cell that does not parse: partly
+        errors = sorted((e for e in report.errors if e.partial is partial), key=lambda e: e.path)
+        if not errors:
+            continue
+        out += [f"<h2>Files {errors[0].what}</h2>", "<ul>"]
+        out += [f"<li><code>{escape(e.path)}</code>: {escape(e.reason)}</li>" for e in errors]
         out.append("</ul>")
     return out
 

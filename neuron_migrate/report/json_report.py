@@ -17,7 +17,7 @@ from neuron_migrate.report import indented_json
 from neuron_migrate.report.summary import summarize
 from neuron_migrate.scan.file_findings import ROW_SEPARATOR, FileFindings, run_tail
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 def scan_to_dict(report: ScanReport) -> dict[str, Any]:

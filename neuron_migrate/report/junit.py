@@ -36,7 +36,9 @@ def render_junit(report: ScanReport) -> str:
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         if path in errors:
             case = ET.SubElement(suite, "testcase", name="scan", classname=path)
-            ET.SubElement(case, "error", message=errors[path].reason, type=errors[path].kind)
+            error = errors[path]
+            message = f"{error.what}: {error.reason}" if error.partial else error.reason
+            ET.SubElement(case, "error", message=message, type=error.kind)
             counts["tests"] += 1
             counts["errors"] += 1
         for f in by_file.get(path, []):

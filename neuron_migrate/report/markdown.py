@@ -13,6 +13,7 @@ from neuron_migrate.report.summary import (
     STATUS_ORDER,
     failed_gate_text,
     location,
+    partly_scanned,
     sorted_findings,
     summarize,
 )
@@ -54,6 +55,7 @@ def render_markdown(report: ScanReport) -> str:
         else f"❌ **Gate failed**: {failed_gate_text(report, gate)} (fail-on: {statuses})"
     )
     files = summary["files"]
+    partly = partly_scanned(report.errors)
     out = [
         "## neuron-migrate scan",
         "",
@@ -61,7 +63,7 @@ def render_markdown(report: ScanReport) -> str:
         "",
         f"Target torch-neuronx {report.target} (torch {report.torch_version}). "
         f"{files['analyzed']} files analyzed, {files['with_findings']} with findings, "
-        f"{files['errors']} not scanned.",
+        f"{files['errors'] - partly} not scanned{_partly(partly)}.",
         "",
         "| status | findings |",
         "|---|---:|",
@@ -100,10 +102,13 @@ def render_markdown(report: ScanReport) -> str:
         for u in sorted(report.unused_suppressions, key=lambda u: (u.path, u.cell or 0, u.line)):
             cell = f"cell {u.cell}:" if u.cell is not None else ""
             out.append(f"- {_code(f'{u.path}:{cell}{u.line}')} {u.kind}[{', '.join(u.codes)}]")
-    if report.errors:
-        out += ["", "### Files not scanned", ""]
-        out += [
-            f"- {_code(e.path)}: {_cell(e.reason)}"
-            for e in sorted(report.errors, key=lambda e: e.path)
-        ]
+    for partial in (False, True):  # a notebook with a cell that does not parse: partly
+        errors = sorted((e for e in report.errors if e.partial is partial), key=lambda e: e.path)
+        if errors:
+            out += ["", f"### Files {errors[0].what}", ""]
+        out += [f"- {_code(e.path)}: {_cell(e.reason)}" for e in errors]
     return "\n".join(out) + "\n"
+
+
+def _partly(count: int) -> str:
+    return f", {count} partly scanned" if count else ""

@@ -74,7 +74,7 @@ def sarif_log(report: ScanReport) -> dict[str, Any]:
                 "toolExecutionNotifications": [
                     {
                         "level": "error",
-                        "message": {"text": f"not scanned: {error.reason}"},
+                        "message": {"text": f"{error.what}: {error.reason}"},
                         "locations": [_file_location(report, error.path)],
                         "descriptor": {"id": f"file-{error.kind}"},
                     }

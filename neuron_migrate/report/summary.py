@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from neuron_migrate.api import ScanReport
-from neuron_migrate.scan.findings import STATUSES, Finding
+from neuron_migrate.scan.findings import STATUSES, FileError, Finding
 from neuron_migrate.scan.gate import report_status
 
 # Worst first: the order in which reports list statuses.
@@ -132,13 +133,21 @@ def named_message(finding: Finding, message: str | None = None) -> str:
     return f"{subject}: {text}" if colon and subject and subject not in text else text
 
 
-def failing_text(gate: dict[str, Any]) -> str:
-    """What fails the gate, in words: "3 findings", "3 findings and 1 file not scanned"."""
+def failing_text(gate: dict[str, Any], partly: int = 0) -> str:
+    """What fails the gate, in words: "3 findings", "3 findings and 1 file not scanned";
+    `partly` of the files not scanned were read in part (a notebook cell that does not parse)."""
     text = f"{gate['failing_findings']} findings"
-    errors = gate.get("failing_errors", 0)
-    if errors:
-        text += f" and {errors} file{'s' if errors != 1 else ''} not scanned"
+    whole = gate.get("failing_errors", 0) - partly
+    if whole:
+        text += f" and {whole} file{'s' if whole != 1 else ''} not scanned"
+    if partly:
+        text += f" and {partly} file{'s' if partly != 1 else ''} partly scanned"
     return text
+
+
+def partly_scanned(errors: Iterable[FileError]) -> int:
+    """How many of these errors are of files whose other parts were read."""
+    return sum(error.partial for error in errors)
 
 
 # How many of what fails the gate its verdict names (the report lists the rest).
@@ -152,9 +161,10 @@ def failed_gate_text(report: ScanReport, gate: dict[str, Any]) -> str:
         f"{f.path}:{'' if f.cell is None else f'cell {f.cell}:'}{f.line} {f.code}"
         for f in sorted_findings(report.gate_failures)
     ]
-    names += [f"{error.path} (not scanned)" for error in report.failing_errors]
+    names += [f"{error.path} ({error.what})" for error in report.failing_errors]
+    counted = failing_text(gate, partly_scanned(report.failing_errors))
     if not names:  # counted, not held (a report spliced from a kept one): the count alone
-        return failing_text(gate)
+        return counted
     shown = ", ".join(names[:NAMED_FAILURES])
     more = len(names) - NAMED_FAILURES
-    return f"{failing_text(gate)}: {shown}" + (f" and {more} more" if more > 0 else "")
+    return f"{counted}: {shown}" + (f" and {more} more" if more > 0 else "")

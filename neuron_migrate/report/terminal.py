@@ -18,6 +18,7 @@ from neuron_migrate.report.summary import (
     STATUS_ORDER,
     failed_gate_text,
     failing_text,
+    partly_scanned,
     summarize,
 )
 
@@ -85,9 +86,11 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
             "(--show-native lists them)[/]"
         )
 
-    if report.errors:
-        console.print("\n[bold red]Files not scanned[/]")
-        for error in sorted(report.errors, key=lambda e: e.path):
+    for partial in (False, True):  # a notebook with a cell that does not parse: partly
+        errors = sorted((e for e in report.errors if e.partial is partial), key=lambda e: e.path)
+        if errors:
+            console.print(f"\n[bold red]Files {errors[0].what}[/]")
+        for error in errors:
             console.print(f"  {escape(error.path)}: {escape(error.reason)}", overflow="fold")
 
     _suppressions(report, console, summary)
@@ -96,15 +99,19 @@ def render_terminal(report: ScanReport, console: Console, *, show_native: bool =
         console.print(f"\n[green]gate passed[/] (--fail-on {','.join(gate['fail_on']) or 'none'})")
     else:
         console.print(
-            f"\n[bold red]gate failed[/]: {escape(failing_text(gate))} with status "
+            f"\n[bold red]gate failed[/]: {escape(_counted(report, gate))} with status "
             f"{', '.join(gate['fail_on'])}{escape(_named(report, gate))}",
             overflow="fold",
         )
 
 
+def _counted(report: ScanReport, gate: dict[str, Any]) -> str:
+    return failing_text(gate, partly_scanned(report.failing_errors))
+
+
 def _named(report: ScanReport, gate: dict[str, Any]) -> str:
     """The failures `failed_gate_text` names, after the count the line already gives."""
-    counted = failing_text(gate)
+    counted = _counted(report, gate)
     named = failed_gate_text(report, gate)
     return named[len(counted) :] if named != counted else ""
 

@@ -79,7 +79,13 @@ class FileRewrite:
 
     @property
     def changed(self) -> bool:
-        return self.error is None and self.new != self.old
+        return self.read_through and self.new != self.old
+
+    @property
+    def read_through(self) -> bool:
+        """Rewritten, all of it or the part that could be read (a notebook's cells that
+        parse, beside an error naming those that do not)."""
+        return self.error is None or self.error.partial
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -332,19 +338,29 @@ def _rewrite_notebook(
 ) -> FileRewrite:
     """A notebook's code cells migrated as one module (`neuron_migrate.project.notebook`): magics,
     outputs and the JSON layout are kept. Outcome lines are lines of that module."""
-    from neuron_migrate.project.notebook import NotebookError, transform_notebook
+    from neuron_migrate.project.notebook import (
+        NotebookError,
+        cells_error,
+        split_notebook,
+        transform_notebook,
+        unread_cells,
+    )
 
     outcomes: list[Outcome] = []
     refused: list[Outcome] = []
 
     def migrate(module: str) -> str:
         result = rewrite_source(module, ruleset, unsafe=unsafe, target=target)
-        outcomes.extend(result.outcomes)
+        # A site on the stand-in of a cell that does not parse is not one: that cell is left
+        # as it is, unmarked.
+        kept = [o for o in result.outcomes if module is not split.source or split.locate(o.line)]
+        outcomes.extend(kept)
         refused.extend(result.refused)
         return result.new
 
     try:
-        new = transform_notebook(text, migrate)
+        split = split_notebook(text)
+        new = transform_notebook(text, migrate, split)
     except NotebookError as exc:
         return FileRewrite(path, display, text, text, error=FileError(display, str(exc), "syntax"))
     except SyntaxError as exc:
@@ -357,7 +373,11 @@ def _rewrite_notebook(
     except StatementTooLarge as exc:
         error = FileError(display, str(exc), TOO_LARGE_STATEMENT)
         return FileRewrite(path, display, text, text, error=error)
-    return FileRewrite(path, display, text, new, outcomes=tuple(outcomes), refused=tuple(refused))
+    unread, read = unread_cells(text, split) if split.language == "python" else ([], True)
+    unparsed = cells_error(display, unread, partial=read) if unread else None  # left as is
+    return FileRewrite(
+        path, display, text, new, outcomes=tuple(outcomes), error=unparsed, refused=tuple(refused)
+    )
 
 
 def _project_kind(display: str, data: bytes) -> str | None:
@@ -558,7 +578,7 @@ def _stored(job: Job, result: FileRewrite, cache: Cache) -> FileRewrite:
     patch = result.patch
     hunks = patch[len(header) :] if patch is not None and patch.startswith(header) else None
     new = result.new if result.changed else None
-    failed = None if error is None else (error.reason, error.kind)
+    failed = None if error is None else tuple(error)[1:]
     cache.put(job.key, CachedRewrite(new, result.outcomes, hunks, failed))
     return result
 
@@ -828,11 +848,17 @@ class RewriteSummary:
                 if self.errors
                 else f"({self.conversion:.0f}% converted)"
             )
-        if self.errors:
-            count = len(self.errors)
+        count = sum(not e.partial for e in self.errors)
+        if count:
             head += (
                 f"; {count} {'file' if count == 1 else 'files'} could not be read and "
                 f"{'was' if count == 1 else 'were'} not rewritten"
+            )
+        partly = len(self.errors) - count
+        if partly:
+            head += (
+                f"; {partly} {'file' if partly == 1 else 'files'} read in part (the cells "
+                "that do not parse are left as they are)"
             )
         out = [head]
         for display, site in self.refused:
@@ -903,7 +929,7 @@ def report_json(
         "tool_version": __version__,
         "command": "rewrite",
         "target": resolve_version(target),
-        "files": [r.to_json() for r in results if r.error is None and (r.outcomes or r.changed)],
+        "files": [r.to_json() for r in results if r.read_through and (r.outcomes or r.changed)],
         "errors": [e.to_json() for e in summary.errors],
         "summary": summary.to_json(),
     }

@@ -12,7 +12,7 @@ pair; a rewrite reads no other data, and not the file's path).
 """
 
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from neuron_migrate.code_identity import code_identity
 from neuron_migrate.digests import cache_digest
@@ -25,7 +25,9 @@ class CachedRewrite(NamedTuple):
     new: str | None  # the migrated source; None when the file does not change
     outcomes: tuple[Outcome, ...]
     hunks: str | None  # the unified diff after its two header lines, when a run made it
-    error: tuple[str, str] | None = None  # (reason, kind) of a file that does not parse
+    # A file that does not parse, or a notebook some cells of which do not: its `FileError`'s
+    # fields after its path (reason, kind, cell, partial).
+    error: tuple[Any, ...] | None = None
 
 
 def settings_digest(unsafe: bool, rules: Path | None = None, target: str | None = None) -> str:

@@ -94,6 +94,15 @@ class FileError(NamedTuple):
     path: str
     reason: str  # one line: "syntax error at line 3: ...", "not UTF-8", ...
     kind: str  # syntax | encoding | binary | unreadable | too_large | loop | internal | timeout
+    cell: int | None = None  # notebooks: the (first) cell that does not parse
+    # Only part of the file could not be read (a notebook cell): the rest was, and its
+    # findings are reported beside this error.
+    partial: bool = False
+
+    @property
+    def what(self) -> str:
+        """How much of the file was not read, as reports say it."""
+        return "partly scanned" if self.partial else "not scanned"
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()

@@ -14,6 +14,8 @@ from neuron_migrate.project.discover import (
 from neuron_migrate.project.notebook import (
     NotebookError,
     SplitNotebook,
+    Unread,
+    cells_error,
     split_notebook,
     written_files,
 )
@@ -71,13 +73,26 @@ def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFil
     result = _located(analyze_source(split.source, display, settings.context()), split)
     if result.error is not None:
         return scanned(result)
+    unread = [Unread(cell, f"line {line}: {why}") for cell, line, why in split.unparsed]
+    read = len(split.unparsed) < len(split.cells)
     for file in written:  # each %%writefile NAME.py cell, read as the file it writes
         inner = analyze_source(file.source, display, settings.context())
         if inner.error is None:
             moved = [f._replace(cell=file.cell, line=f.line + 1, end_line=f.end_line + 1)
                      for f in inner.findings]  # fmt: skip
             result = result._replace(findings=(*result.findings, *moved))
-    return scanned(result, suppressions)
+            read = True
+        else:  # its lines are the cell's after the %%writefile line
+            why = _AT_LINE.sub(lambda m: f"line {int(m.group(1)) + 1}", inner.error.reason)
+            unread.append(Unread(file.cell, why.removeprefix("syntax error "), inner.error.kind))
+    if not unread:
+        return scanned(result, suppressions)
+    error = cells_error(display, unread, partial=read)
+    if not read:
+        return ScannedFile(display, error=error)
+    out = scanned(result, suppressions)
+    out.error = error
+    return out
 
 
 def _located(result: FileResult, split: SplitNotebook) -> FileResult:

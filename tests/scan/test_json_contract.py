@@ -60,7 +60,7 @@ def test_top_level_and_finding_fields(tmp_path: Path) -> None:
     report = _scan_json(tmp_path)
     assert set(report) == TOP_KEYS
     assert set(report["summary"]) == SUMMARY_KEYS
-    assert report["schema_version"] == "1.2"
+    assert report["schema_version"] == "1.3"
     for finding in report["findings"]:
         assert set(finding) >= FINDING_KEYS
         assert finding["path"] == "pkg/train.py"  # relative to the scanned root

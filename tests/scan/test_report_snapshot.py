@@ -121,6 +121,10 @@ EDITS: list[tuple[str, Callable[[Path], object]]] = [
     ("a file emptied", lambda tree: (tree / "analyze/ambiguous.py").write_text("")),
     ("a suppression made unused", lambda tree: (tree / "quiet.py").write_text("import torch\n")),
     ("a notebook edited", lambda tree: _append(tree / "train.ipynb", "\n")),
+    # A notebook with a cell that does not parse: an error and findings at once.
+    ("a notebook cell stops parsing", lambda tree: _bad_cell(tree / "train.ipynb", "def (\n")),
+    ("a file edited beside it", lambda tree: _append(tree / "analyze/alias_as.py", XLA)),
+    ("the notebook cell mended", lambda tree: _bad_cell(tree / "train.ipynb", "x = 1\n")),
     ("a gated override's file", lambda tree: _append(tree / "analyze/op_statuses.py", XLA)),
     ("a file's findings removed", lambda tree: (tree / "new.py").write_text("x = 1\n")),
     # The unmapped APIs are counted again only when a changed file's own changed: an API that
@@ -136,6 +140,13 @@ UNMAPPED = "import torch\nx = torch.nm_unknown_api(1)\n"
 
 def _append(path: Path, text: str) -> None:
     path.write_text(path.read_text() + text)
+
+
+def _bad_cell(path: Path, source: str) -> None:
+    """The notebook's last cell given `source`."""
+    notebook = json.loads(path.read_text())
+    notebook["cells"][-1]["source"] = [source]
+    path.write_text(json.dumps(notebook))
 
 
 def test_each_kind_of_edit_is_spliced_into_the_report_a_full_scan_writes(
