@@ -94,6 +94,8 @@ class ResultCache:
             uri = f"{path.as_uri()}?mode=ro"
             return sqlite3.connect(uri, uri=True, check_same_thread=False)
         try:
+            if not _header_writable(path):
+                raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
             return _connected(path)
         except sqlite3.DatabaseError as exc:
             if not damaged(exc):
@@ -234,8 +236,20 @@ class ResultCache:
     def store_stat_index(self, name: str, records: bytes) -> None:
         if self.read_only:
             return
-        with cache_errors(self._folder, "write"), self._db:
-            entry = sealed.seal(records, name.encode())
+        import sqlite3
+
+        entry = sealed.seal(records, name.encode())
+        with cache_errors(self._folder, "write"):
+            try:
+                self._store_stat_index(name, entry)
+            except sqlite3.DatabaseError as exc:  # SQLite may find damage only on a write
+                if not damaged(exc):
+                    raise
+                self._rebuilt()
+                self._store_stat_index(name, entry)
+
+    def _store_stat_index(self, name: str, entry: bytes) -> None:
+        with self._db:
             self._db.execute("INSERT OR REPLACE INTO stat_indexes VALUES (?, ?)", (name, entry))
 
     def close(self) -> None:
@@ -267,7 +281,25 @@ def damaged(exc: sqlite3.DatabaseError) -> bool:
 
 
 # What SQLite's OperationalError says of a damaged file, as against a lock or a full disk.
-_DAMAGE_SIGNS = ("decode", "no such column", "no such table", "malformed")
+_DAMAGE_SIGNS = (
+    "decode",
+    "no such column",
+    "no such table",
+    "malformed",
+    "unsupported file format",
+)
+
+
+def _header_writable(path: Path) -> bool:
+    """Whether the database header's write version is one SQLite writes (1 or 2, at byte 18).
+    Any other it opens read-only, and each write fails as if the file were read-only, which
+    this user may write: that is damage, not a read-only cache. True for a missing file."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except FileNotFoundError:
+        return True
+    return len(header) < 20 or header[18] in (1, 2)
 
 
 def _connected(path: Path) -> sqlite3.Connection:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.incremental import sealed
+from neuron_migrate.incremental import sealed, stat_index
 from neuron_migrate.matrix import newest_version
 from neuron_migrate.scan import scan_data
 from tests.cli import invoke
@@ -252,6 +252,47 @@ def test_a_truncated_database_is_discarded_and_rebuilt(
     with sqlite3.connect(db) as connection:
         (count,) = connection.execute("SELECT count(*) FROM results").fetchone()
     assert count > 0
+
+
+@pytest.mark.parametrize(
+    ("form", "at", "value"),
+    [
+        ("terminal", 20, 1),  # reserved bytes a page: malformed, found on writing the stat index
+        ("sarif", 20, 1),
+        ("terminal", 18, 255),  # the write version: SQLite opens it read-only
+        ("terminal", 47, 255),  # the schema format: "unsupported file format"
+    ],
+)
+def test_a_database_header_damaged_so_that_sqlite_refuses_writes_is_rebuilt(
+    tmp_path: Path,
+    plain: tuple[Path, dict],
+    primed: Path,
+    form: str,
+    at: int,
+    value: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A byte of the header overwritten so that SQLite reads the database but refuses to write
+    it, or refuses to open it: that is damage, as a damaged row is, and the database is made
+    afresh -- never a "cannot write the cache" error (exit 2, no report). The fuzz test below
+    hit the first as random bytes, only where the stat index had to be written (in whole-suite
+    runs the tree's files were old enough to be settled, which they were not when it was
+    primed); deleting the kept one makes every run write it."""
+    monkeypatch.setattr(stat_index, "SETTLED_NS", -(10**12))  # every file settled: indexed
+    tree, expected = plain
+    cache = tmp_path / "cache"
+    shutil.copytree(primed, cache)
+    (db,) = cache.glob("scan-results-*.sqlite")
+    with sqlite3.connect(db) as connection:  # none kept: the scan writes its stat index
+        connection.execute("DELETE FROM stat_indexes")
+    connection.close()
+    data = bytearray(db.read_bytes())
+    data[at] = value
+    db.write_bytes(bytes(data))
+    for _ in range(2):  # the first rebuilds it, the next is answered by it
+        assert _scan(tree, form, "--cache-dir", str(cache)) == expected[form]
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 def test_a_stored_name_that_is_not_utf8_is_damage_not_a_busy_database(
