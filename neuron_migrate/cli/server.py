@@ -105,7 +105,7 @@ def server_start(
 
 @group.command("stop")
 def server_stop() -> int:
-    """Stop the server. Commands it is running finish."""
+    """Stop the server, and the commands it is running (their clients exit 2)."""
     import os
 
     from neuron_migrate.incremental.server.client import ask

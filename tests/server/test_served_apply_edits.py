@@ -1,6 +1,6 @@
 """A `rewrite --apply` the server runs leaves a file edited after it was read as the command
 run by itself does (tests/rewrite/test_apply_edited_meanwhile.py), and stops when its client is
-killed, as the command run by itself would.
+killed, as the command run by itself would, or when the server is stopped (`server stop`).
 
 The edit is injected in the server's own process: a `sitecustomize` module on its PYTHONPATH
 wraps the tree rewrite, so that each file read is edited before its result is written, in the
@@ -85,8 +85,9 @@ def _migrated(tree: Path) -> int:
     return sum("xla_device" not in path.read_text() for path in tree.glob("*.py"))
 
 
-def test_a_killed_client_stops_the_rewrite_the_server_runs_for_it(
-    server: dict[str, str], tmp_path: Path
+@pytest.mark.parametrize("stop", ["kill -9 of the client", "server stop"])
+def test_a_killed_client_or_server_stop_stops_the_rewrite_the_server_runs(
+    server: dict[str, str], tmp_path: Path, stop: str
 ) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -105,8 +106,12 @@ def test_a_killed_client_stops_the_rewrite_the_server_runs_for_it(
     while _migrated(tree) == 0 and time.monotonic() < deadline:  # writing has begun
         time.sleep(0.05)
     assert _served_count(server) == before + 1  # the server runs it
-    client.kill()
-    client.wait(timeout=10)
+    if stop == "server stop":
+        assert _cli("server", "stop", env=server).returncode == 0
+        assert client.wait(timeout=10) == 2
+    else:
+        client.kill()
+        client.wait(timeout=10)
     time.sleep(1.0)  # what was in flight
     stopped_at = _migrated(tree)
     time.sleep(3.0)

@@ -316,19 +316,30 @@ def test_a_left_socket_or_a_folder_others_may_enter_is_passed_over(
     assert len(started.stderr.strip().splitlines()) == 1
 
 
-def _long_scan(server: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
-    """A served scan that takes a few seconds, once the server has taken it."""
+def _big_tree(tmp_path: Path) -> Path:
     tree = tmp_path / "big"
-    for index in range(3000):
-        folder = tree / f"pkg_{index // 100}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"m_{index}.py").write_text(XLA + f"x_{index} = device\n" * 20)
+    if not tree.exists():
+        for index in range(3000):
+            folder = tree / f"pkg_{index // 100}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"m_{index}.py").write_text(XLA + f"x_{index} = device\n" * 20)
+    return tree
+
+
+def _long_scan(
+    server: dict[str, str], tmp_path: Path, stderr: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """A served scan that takes a few seconds, once the server has taken it."""
+    tree = _big_tree(tmp_path)
     command = [sys.executable, "-m", "neuron_migrate", "scan", "--no-cache", "-j", "1"]
     before = _served_count(server)
     with (tmp_path / "big.json").open("wb") as report:
+        errors = stderr.open("wb") if stderr is not None else None
         process = subprocess.Popen(
-            [*command, "--format", "json", str(tree)], env=server, stdout=report
+            [*command, "--format", "json", str(tree)], env=server, stdout=report, stderr=errors
         )
+        if errors is not None:
+            errors.close()
     deadline = time.monotonic() + 30
     while _served_count(server) == before and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -341,12 +352,31 @@ def test_ctrl_c_reaches_the_command_the_server_runs(server: dict[str, str], tmp_
     assert process.wait(timeout=60) == 130
 
 
-def test_a_command_outlives_its_server_and_holds_nothing_of_it(
-    server: dict[str, str], tmp_path: Path
-) -> None:
-    process = _long_scan(server, tmp_path)
+def test_server_stop_ends_the_commands_it_runs(server: dict[str, str], tmp_path: Path) -> None:
+    """`server stop` stops the server's work, a command still running included: its client
+    says so on one line and exits 2, and no report is written."""
+    process = _long_scan(server, tmp_path, stderr=tmp_path / "big.err")
     assert _cli("server", "stop", env=server).returncode == 0
-    restarted = _cli("server", "start", env=server)  # the running command holds no lock
+    assert process.wait(timeout=30) == 2
+    assert (tmp_path / "big.err").read_text() == (
+        "neuron-migrate: the command was ended before it finished: its server was stopped "
+        "(`server stop`) or its process killed\n"
+    )
+    assert (tmp_path / "big.json").read_text() == ""
+    restarted = _cli("server", "start", env=server)
+    assert restarted.returncode == 0 and "server started" in restarted.stdout, restarted.stderr
+
+
+def test_a_command_outlives_an_idle_stop_and_holds_nothing_of_its_server(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A server that stops for want of new commands lets the one it runs finish."""
+    _big_tree(tmp_path)
+    started = _cli("server", "start", "--idle-timeout", "2", env=env)
+    assert started.returncode == 0, started.stderr
+    process = _long_scan(env, tmp_path)
+    _wait_until_stopped(env, 20)
+    restarted = _cli("server", "start", env=env)  # the running command holds no lock
     assert restarted.returncode == 0 and "server started" in restarted.stdout, restarted.stderr
     assert process.wait(timeout=120) == 0
     assert json.loads((tmp_path / "big.json").read_text())["summary"]["files"]["total"] == 3000

@@ -143,7 +143,11 @@ def _run(sock: socket.socket, words: list[str], streams: list[tuple[str, str]]) 
         pass
     if forwarded:
         return 128 + forwarded[-1]
-    print("neuron-migrate: the server's process ended before the command did", file=sys.stderr)
+    print(
+        "neuron-migrate: the command was ended before it finished: its server was stopped "
+        "(`server stop`) or its process killed",
+        file=sys.stderr,
+    )
     return 2
 
 

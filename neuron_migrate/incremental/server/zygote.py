@@ -15,7 +15,10 @@ folder, umask, environment, argv and standard streams, runs it as `neuron-migrat
 (`cli.exit_code`) and sends its exit code back. A spare answers PING (what the server is) and
 stays spare; it answers STOP, and RUN when a module the server loaded or a bundled data file
 changed on disk since it started (STALE), and the server stops. A spare dies with the server
-(on Linux, even a killed one); a command it took runs to its end.
+(on Linux, even a killed one). A command it took runs to its end if the server stops for want
+of commands or for a change on disk, or is killed; STOP (`server stop`) ends it too, and its
+client says so. The server reaps its children itself, so that the pid of a command it has not
+reaped is never another process's when it signals it.
 
 Each command adds the JSON report snapshots it used (`incremental.report_snapshot`) to a
 list beside the socket; a spare that waits reads the listed ones ahead whenever the list
@@ -69,8 +72,10 @@ _SPARE_FAILURES = 3  # spares that die one after another before taking a command
 _READ_AHEAD_EVERY_S = 0.2
 _LISTED_SNAPSHOTS = 2  # the last commands' (each holds the report of one tree)
 
-# What a spare tells the server, one byte on its pipe (the pipe's end: it died).
-_TOOK_RUN, _PINGED, _STOPPING = b"r", b"p", b"t"
+# What a spare tells the server, one byte on its pipe (the pipe's end: it died): it took a
+# command, answered a PING, was asked to STOP, found the server's code STALE.
+_TOOK_RUN, _PINGED, _STOPPED, _STOPPING = b"r", b"p", b"s", b"t"
+_END_COMMANDS_WAIT_S = 5.0  # for the commands a STOP ends to die of SIGTERM, before SIGKILL
 
 _SAMPLE = {
     "train.py": "import torch\nimport torch_xla.core.xla_model as xm\n\n"
@@ -135,10 +140,11 @@ class _Server:
         self.stamp = code_stamp()
         self.started = time.time()
         self.served = 0
+        self.commands: set[int] = set()  # the processes of the commands taken, not yet reaped
 
     def loop(self) -> None:
-        # Children are reaped by the system; SIGTERM ends the loop as SIGINT does.
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        # Children are reaped here (`reap`); SIGTERM ends the loop as SIGINT does.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         gc.collect()
         gc.freeze()
@@ -153,10 +159,12 @@ class _Server:
                 if not ready:
                     return  # idle
                 message = os.read(spare.messages, 1)
+                self.reap()
                 if message == _PINGED:
                     continue
                 os.close(spare.messages)
                 if message == _TOOK_RUN:
+                    self.commands.add(spare.pid)
                     self.served += 1
                     last_command = time.monotonic()
                     failures = 0
@@ -167,6 +175,8 @@ class _Server:
                         return
                 else:  # STOP, or stale
                     spare = None
+                    if message == _STOPPED:
+                        self.end_commands()
                     return
                 spare = None
                 spare = self.fork_spare()
@@ -176,6 +186,29 @@ class _Server:
             if spare is not None:  # idle: waiting to accept
                 with contextlib.suppress(OSError):
                     os.kill(spare.pid, signal.SIGTERM)
+
+    def reap(self) -> None:
+        """Reap the children that have ended: spares, and commands done."""
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.commands.discard(pid)
+
+    def end_commands(self) -> None:
+        """`server stop`: end the commands still running (SIGTERM, as a process of its own
+        would be stopped; SIGKILL for one that outlives it), and wait until they have."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            for pid in self.commands:  # not reaped: still this server's child
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signum)
+            deadline = time.monotonic() + _END_COMMANDS_WAIT_S
+            while self.commands and time.monotonic() < deadline:
+                time.sleep(0.01)
+                self.reap()
 
     def fork_spare(self) -> _Spare:
         read_end, write_end = os.pipe()
@@ -240,7 +273,7 @@ class _Server:
                 except OSError:
                     pass  # the client went away
                 if kind in (STALE, STOP):
-                    os.write(notify, _STOPPING)
+                    os.write(notify, _STOPPED if kind == STOP else _STOPPING)
                     return
                 if kind == PING:
                     os.write(notify, _PINGED)
