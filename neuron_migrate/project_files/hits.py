@@ -16,6 +16,16 @@ class ReaderError(Exception):
     """A file its reader cannot parse; the message is one line."""
 
 
+class PartlyRead(ReaderError):
+    """Some statements of a file do not parse (the message names where); `hits` are those of
+    the others, and `unread` the text of each that does not, as it is in the file."""
+
+    def __init__(self, message: str, hits: list["Hit"], unread: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.hits = hits
+        self.unread = unread
+
+
 class Hit(NamedTuple):
     idiom: str  # one of ruleset.model.FILE_IDIOMS
     detail: str  # the variable, command, module, package, instance type, image or venv

@@ -1,17 +1,32 @@
 """One entry point over the file-kind readers: the hits of a file, or a one-line parse error."""
 
 from collections.abc import Iterator
+from typing import Any
 
-from neuron_migrate.project_files.hits import Hit, ReaderError
+from neuron_migrate.project_files.hits import Hit, PartlyRead, ReaderError
 
 
 class UnreadableFile(Exception):
     """A project file its reader cannot parse; the message is one line."""
 
 
+class PartlyUnreadable(UnreadableFile):
+    """A project file some statements of which its reader cannot parse (the message names
+    them): `hits` are the others', `unread` the text of those it cannot parse."""
+
+    def __init__(self, message: str, hits: list[Hit], unread: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.hits = hits
+        self.unread = unread
+        self.resolved: list[Any] = []  # what `resolve` makes of `hits`
+
+
 def read_hits(text: str, kind: str) -> list[Hit]:
+    """Raises `PartlyUnreadable` for a shell script some statements of which do not parse."""
     try:
         return list(_hits(text, kind))
+    except PartlyRead as exc:
+        raise PartlyUnreadable(str(exc), exc.hits, exc.unread) from exc
     except ReaderError as exc:
         raise UnreadableFile(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
 

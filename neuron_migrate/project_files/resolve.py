@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from neuron_migrate.project_files.hits import SUPPORTED_PYTHONS, Hit
-from neuron_migrate.project_files.readers import read_hits
+from neuron_migrate.project_files.readers import PartlyUnreadable, read_hits
 from neuron_migrate.project_files.rules import file_rules
 from neuron_migrate.ruleset.model import Rule
 
@@ -64,10 +64,20 @@ _API_PREFIX = {"env-var": "xla-env-var"}  # the Python analyzer's name for the s
 
 
 def resolve(text: str, kind: str, rules: tuple[Rule, ...], target: Target) -> list[Resolved]:
-    """Every hit of the file that a rule reports or fixes; raises `UnreadableFile`."""
+    """Every hit of the file that a rule reports or fixes; raises `UnreadableFile`, or
+    `PartlyUnreadable` with what the statements that parse resolve to (`resolved`)."""
+    try:
+        return _resolved(read_hits(text, kind), kind, rules, target)
+    except PartlyUnreadable as exc:
+        exc.resolved = _resolved(exc.hits, kind, rules, target)
+        raise
+
+
+def _resolved(
+    hits: list[Hit], kind: str, rules: tuple[Rule, ...], target: Target
+) -> list[Resolved]:
     index = file_rules(rules)
     resolved = []
-    hits = read_hits(text, kind)
     chosen = chosen_pair([h for h in hits if _is_pin(h, target)], target)
     for hit in hits:
         idiom = hit.idiom

@@ -5,7 +5,7 @@ no comments). The output is read again before it is returned; a second run chang
 from typing import NamedTuple
 
 from neuron_migrate.project_files.hits import Edit, Positions, line_start
-from neuron_migrate.project_files.readers import UnreadableFile, read_hits
+from neuron_migrate.project_files.readers import PartlyUnreadable, UnreadableFile, read_hits
 from neuron_migrate.project_files.resolve import Resolved, Target, resolve
 from neuron_migrate.ruleset.model import Rule
 
@@ -22,13 +22,22 @@ class Use(NamedTuple):
 class FileRewrite(NamedTuple):
     text: str  # the new text (the old one when nothing changed)
     uses: tuple[Use, ...]
+    # Why some statements were left as they are: they do not parse (a shell script's).
+    unread: str | None = None
 
 
 def rewrite_project_text(
     text: str, kind: str, rules: tuple[Rule, ...], target: Target, *, unsafe: bool = False
 ) -> FileRewrite:
-    """Raises `UnreadableFile` when the input (or, never expected, the output) does not parse."""
-    resolved = _whole_statements(resolve(text, kind, rules, target), unsafe, target)
+    """Raises `UnreadableFile` when the input (or, never expected, the output) does not parse.
+    Statements that do not parse (a shell script's) are left as they are, and the others
+    migrated: `unread` says which."""
+    unread: PartlyUnreadable | None = None
+    try:
+        found = resolve(text, kind, rules, target)
+    except PartlyUnreadable as exc:
+        found, unread = exc.resolved, exc
+    resolved = _whole_statements(found, unsafe, target)
     edits: list[Edit] = []
     uses: list[Use] = []
     markers: dict[int, list[str]] = {}
@@ -60,9 +69,12 @@ def rewrite_project_text(
     if new != text:
         try:
             read_hits(new, kind)
+        except PartlyUnreadable as exc:  # what did not parse, and nothing more, as it was
+            if unread is None or exc.unread != unread.unread:
+                raise UnreadableFile(f"the rewritten file does not parse: {exc}") from exc
         except UnreadableFile as exc:
             raise UnreadableFile(f"the rewritten file does not parse: {exc}") from exc
-    return FileRewrite(new, tuple(uses))
+    return FileRewrite(new, tuple(uses), None if unread is None else str(unread))
 
 
 def _fix(item: Resolved, unsafe: bool, target: Target) -> Edit | None:

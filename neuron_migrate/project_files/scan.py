@@ -3,7 +3,7 @@
 from collections import Counter
 
 from neuron_migrate.project_files.hits import Positions
-from neuron_migrate.project_files.readers import UnreadableFile
+from neuron_migrate.project_files.readers import PartlyUnreadable, UnreadableFile
 from neuron_migrate.project_files.resolve import Target, resolve
 from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.findings import (
@@ -28,8 +28,12 @@ def scan_project_file(
     text: str, display: str, kind: str, rules: tuple[Rule, ...], target: Target
 ) -> FileResult:
     """The findings of one decoded project file. Never raises for bad input."""
+    unread: FileError | None = None  # statements that do not parse, beside the others' findings
     try:
         resolved = resolve(text, kind, rules, target)
+    except PartlyUnreadable as exc:
+        resolved = exc.resolved
+        unread = FileError(display, str(exc), "syntax", partial=True)
     except UnreadableFile as exc:
         return FileResult(display, error=FileError(display, str(exc), "syntax"))
     except RecursionError:
@@ -75,7 +79,7 @@ def scan_project_file(
                 fingerprint=fingerprints.of(rule.code, item.api, normalised, occurrence),
             )
         )
-    return FileResult(display, findings=tuple(findings))
+    return FileResult(display, findings=tuple(findings), error=unread)
 
 
 def _fixable(hit: object, fix: str) -> bool:

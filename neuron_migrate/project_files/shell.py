@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from neuron_migrate.project_files.hits import (
     Hit,
+    PartlyRead,
     ReaderError,
     canonical_name,
     indent_at,
@@ -88,18 +89,56 @@ def _char_index(text: str, data: bytes) -> Callable[[int], int]:
 
 
 def script_hits(text: str) -> Iterator[Hit]:
-    """The hits of a whole shell script; raises `ShellError` when the grammar rejects it."""
+    """The hits of a whole shell script. Raises `PartlyRead`, with the hits of the others, when
+    some of its statements do not parse, and `ShellError` when none does."""
     data = text.encode("utf-8")
     tree = _parser().parse(data)
     source = text
     if tree.root_node.has_error and _HEREDOC_THEN_REDIRECTS.search(text):
         source = _HEREDOC_THEN_REDIRECTS.sub(_redirects_first, text)
         data, tree = source.encode("utf-8"), _parser().parse(source.encode("utf-8"))
-    if tree.root_node.has_error:
-        node = next((n for n in _errors(tree.root_node) if not _bash_takes(n)), None)
-        if node is not None:
-            raise ShellError(f"shell syntax error at line {node.start_point[0] + 1}")
-    yield from _hits(Fragment(source, lambda o: o, True), text, data, tree)
+    fragment = Fragment(source, lambda o: o, True)
+    if not tree.root_node.has_error:
+        yield from _hits(fragment, text, data, tree)
+        return
+    # Per statement: the lines of those the grammar cannot read are named, and the statements
+    # on other lines are read. By lines, for the grammar's recovery splits a bad one at will.
+    statements = [n for n in tree.root_node.children if n.type != "comment"]
+    errors = [line for n in statements if (line := _error_line(n)) is not None]
+    if not errors:
+        yield from _hits(fragment, text, data, tree)
+        return
+    bad = {row for n in statements if _error_line(n) is not None for row in _rows(n)}
+    read = [n for n in statements if bad.isdisjoint(_rows(n))]
+    if not read:
+        raise ShellError(f"shell syntax error at line {min(errors)}")
+    groups: list[list[int]] = []  # runs of lines not read
+    for row in sorted(bad):
+        if groups and groups[-1][-1] == row - 1:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    named = ", ".join(str(group[0] + 1) for group in groups[:3])
+    more = f" and {len(groups) - 3} more" if len(groups) > 3 else ""
+    which = "the statement at line" if len(groups) == 1 else "the statements at lines"
+    lines = source.splitlines(keepends=True)
+    left = tuple("".join(lines[group[0] : group[-1] + 1]) for group in groups)
+    hits = list(_hits(fragment, text, data, tree, read))
+    raise PartlyRead(f"shell syntax error in {which} {named}{more}", hits, left)
+
+
+def _error_line(statement: Any) -> int | None:
+    """The line of the first error in a statement that bash would not take; None if none."""
+    if not statement.has_error and statement.type != "ERROR" and not statement.is_missing:
+        return None
+    node = next((n for n in _errors(statement) if not _bash_takes(n)), None)
+    return None if node is None else node.start_point[0] + 1
+
+
+def _rows(node: Any) -> range:
+    """The (0-based) lines a node is on; a node that ends at the start of a line is not on it."""
+    first, (last, column) = node.start_point[0], node.end_point
+    return range(first, (last if column == 0 and last > first else last + 1))
 
 
 # A heredoc's start followed by redirects and then a pipe or a list (`python - <<EOF 2>&1 |
@@ -158,9 +197,14 @@ def shell_hits(
     yield from _hits(fragment, file_text, data, tree)
 
 
-def _hits(fragment: Fragment, file_text: str, data: bytes, tree: Any) -> Iterator[Hit]:
+def _hits(
+    fragment: Fragment, file_text: str, data: bytes, tree: Any, only: list[Any] | None = None
+) -> Iterator[Hit]:
+    """The hits of the tree, or of the statements `only` (the variables the whole script
+    reads are still read from all of it)."""
     reader = _Reader(fragment, file_text, data, _char_index(fragment.text, data), tree.root_node)
-    yield from reader.walk(tree.root_node)
+    for node in [tree.root_node] if only is None else only:
+        yield from reader.walk(node)
 
 
 class _Reader:

@@ -411,7 +411,13 @@ def _rewrite_project_file(
     except UnreadableFile as exc:
         return FileRewrite(path, display, old, old, error=FileError(display, str(exc), "syntax"))
     outcomes = tuple(Outcome(u.code, u.line, u.api, u.status) for u in result.uses)
-    return FileRewrite(path, display, old, result.text, text.encoding, text.bom, outcomes=outcomes)
+    # Statements that do not parse: left as they are, named, beside the rest's rewrite.
+    unread = (
+        None if result.unread is None else FileError(display, result.unread, "syntax", partial=True)
+    )
+    return FileRewrite(
+        path, display, old, result.text, text.encoding, text.bom, outcomes=outcomes, error=unread
+    )
 
 
 class Job(NamedTuple):
@@ -858,7 +864,7 @@ class RewriteSummary:
         if partly:
             head += (
                 f"; {partly} {'file' if partly == 1 else 'files'} read in part (the cells "
-                "that do not parse are left as they are)"
+                "or statements that do not parse are left as they are)"
             )
         out = [head]
         for display, site in self.refused:

@@ -82,7 +82,8 @@ def _analyze_bytes(
 def _with_suppressions(result: FileResult, data: bytes, text: str, kind: str | None) -> ScannedFile:
     """The file's findings with its own suppression comments applied: Python comments, or the
     `#` comments of a project file (JSON has none)."""
-    if result.error is not None or MARKER not in data or kind == "json":
+    whole = result.error is not None and not result.error.partial  # no finding to suppress
+    if whole or MARKER not in data or kind == "json":
         return scanned(result)
     if kind is None:
         return scanned(result, parse_suppressions(text, result.path))

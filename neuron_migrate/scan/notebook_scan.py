@@ -87,12 +87,7 @@ def _scan_cells(data: bytes, display: str, settings: ScanSettings) -> ScannedFil
             unread.append(Unread(file.cell, why.removeprefix("syntax error "), inner.error.kind))
     if not unread:
         return scanned(result, suppressions)
-    error = cells_error(display, unread, partial=read)
-    if not read:
-        return ScannedFile(display, error=error)
-    out = scanned(result, suppressions)
-    out.error = error
-    return out
+    return scanned(result._replace(error=cells_error(display, unread, partial=read)), suppressions)
 
 
 def _located(result: FileResult, split: SplitNotebook) -> FileResult:

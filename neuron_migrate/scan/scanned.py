@@ -58,9 +58,11 @@ class ScannedFile(Record):
 
 
 def scanned(result: FileResult, suppressions: Sequence[Suppression] = ()) -> ScannedFile:
-    """The analysis of one file with the file's own suppression comments applied."""
-    if result.error is not None:
-        return ScannedFile(result.path, error=result.error)
+    """The analysis of one file with the file's own suppression comments applied; an error of
+    part of it (`FileError.partial`) is kept beside the findings of the rest."""
+    error = result.error
+    if error is not None and not error.partial:
+        return ScannedFile(result.path, error=error)
     applied = apply_suppressions(result.findings, list(suppressions))
     return ScannedFile(
         result.path,
@@ -68,6 +70,7 @@ def scanned(result: FileResult, suppressions: Sequence[Suppression] = ()) -> Sca
         suppressed=tuple(applied.suppressed),
         unused_suppressions=tuple(applied.unused),
         unmapped_apis=result.unmapped_apis,
+        error=error,
         compiles=result.compiles,
     )
 

@@ -127,3 +127,54 @@ def test_a_notebook_cell_opened_by_an_indented_shell_line(tmp_path: Path, indent
     # indentation (IPython drops only the first line's).
     assert first[at] == (cells[0][0] if at == 0 else "!pip install torch-neuronx\n")
     assert "xla_device" not in "".join(migrated["cells"][1]["source"])
+
+
+BAD_STATEMENT = "if [ -f x ]; then echo; fi fi\n"  # bash -n: unexpected token `fi'
+SCRIPT = f"#!/bin/bash\nexport XLA_USE_BF16=1\n{BAD_STATEMENT}export PJRT_DEVICE=NEURON\n"
+
+
+def _partly(tmp_path: Path) -> Path:
+    script = tmp_path / "launch.sh"
+    script.write_text(SCRIPT)
+    bash = shutil.which("bash")
+    if bash is not None:
+        assert subprocess.run([bash, "-n", str(script)], capture_output=True).returncode != 0
+    return script
+
+
+def test_a_shell_statement_that_does_not_parse_leaves_the_others_read(tmp_path: Path) -> None:
+    _partly(tmp_path)
+    report = _scan(tmp_path)
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert {(f["api"], f["line"]) for f in findings} >= {
+        ("xla-env-var:XLA_USE_BF16", 2),
+        ("xla-env-var:PJRT_DEVICE", 4),
+    }
+    assert report["errors"] == [
+        {
+            "path": "launch.sh",
+            "reason": "shell syntax error in the statement at line 3",
+            "kind": "syntax",
+            "cell": None,
+            "partial": True,
+        }
+    ]
+
+
+def test_the_rewrite_leaves_the_statement_that_does_not_parse_and_migrates_the_rest(
+    tmp_path: Path,
+) -> None:
+    script = _partly(tmp_path)
+    result = invoke(["rewrite", "--apply", "--no-cache", "-f", "json", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    text = script.read_text()
+    assert BAD_STATEMENT in text  # as it was
+    assert "PJRT_DEVICE" not in text  # dropped: TorchNeuron needs none
+    assert "TODO(neuron-migrate NM702)" in text
+    report = json.loads(result.stdout)
+    assert [f["path"] for f in report["files"]] == ["launch.sh"]
+    assert [(e["path"], e["partial"]) for e in report["errors"]] == [("launch.sh", True)]
+    assert "read in part launch.sh: shell syntax error in the statement at line 3" in " ".join(
+        result.stderr.split()
+    )
