@@ -94,13 +94,13 @@ class ResultCache:
             uri = f"{path.as_uri()}?mode=ro"
             return sqlite3.connect(uri, uri=True, check_same_thread=False)
         try:
-            if not _header_writable(path):
+            if not header_writable(path):
                 raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
             return _connected(path)
         except sqlite3.DatabaseError as exc:
             if not damaged(exc):
                 raise
-            _discard(path)
+            discard(path)
             return _connected(path)
 
     def _rebuilt(self) -> None:
@@ -114,7 +114,7 @@ class ResultCache:
             self._db = sqlite3.connect(":memory:", check_same_thread=False)
             _create_tables(self._db)
             return
-        _discard(path)
+        discard(path)
         with cache_errors(self._folder, "open"):
             self._db = _connected(path)
 
@@ -290,7 +290,7 @@ _DAMAGE_SIGNS = (
 )
 
 
-def _header_writable(path: Path) -> bool:
+def header_writable(path: Path) -> bool:
     """Whether the database header's write version is one SQLite writes (1 or 2, at byte 18).
     Any other it opens read-only, and each write fails as if the file were read-only, which
     this user may write: that is damage, not a read-only cache. True for a missing file."""
@@ -330,7 +330,7 @@ def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS stat_indexes (name TEXT PRIMARY KEY, records BLOB)")
 
 
-def _discard(path: Path) -> None:
+def discard(path: Path) -> None:
     """Remove a damaged database and its journals (its segments are checked when read)."""
     for suffix in ("", "-journal", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):

@@ -6,10 +6,12 @@ the file it read: the new source when the file changes, the outcomes, the diff's
 run made them, and the error of a file that does not parse. An internal error (a bug in a
 transform) is not kept: that file is tried again. Each entry is sealed with its key
 (`incremental.sealed`): a damaged entry, or an intact one moved under another key, is a miss,
-never the new text of another file. One SQLite file in the scan's cache folder
-(`incremental.cache`), written only by the main process of a rewrite.
+never the new text of another file; a damaged database is discarded and made afresh, as the
+scan's is. One SQLite file in the scan's cache folder (`incremental.cache`), written only by
+the main process of a rewrite.
 """
 
+import contextlib
 import pickle
 import sqlite3
 import zlib
@@ -42,14 +44,35 @@ class RewriteCache:
                 result_cache.say_once(
                     f"neuron-migrate: the cache in {directory} is read-only: read, not written"
                 )
-            if self.read_only and path.exists():
-                self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-            else:
-                self._db = sqlite3.connect(":memory:" if self.read_only else path)
-                self._db.execute(
-                    "CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)"
-                )
+            self._db = self._opened(path)
         self._pending: list[tuple[str, bytes]] = []
+
+    def _opened(self, path: Path) -> sqlite3.Connection:
+        """The database; a damaged one is discarded and made afresh (a read-only one: an empty
+        one in memory), as the scan's is."""
+        if self.read_only and path.exists():
+            return sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        if self.read_only:
+            return _connected(":memory:")
+        try:
+            if not result_cache.header_writable(path):
+                raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
+            return _connected(str(path))
+        except sqlite3.DatabaseError as exc:
+            if not result_cache.damaged(exc):
+                raise
+            result_cache.discard(path)
+            return _connected(str(path))
+
+    def _rebuilt(self) -> None:
+        """Discard a database found damaged while in use, and start an empty one."""
+        with contextlib.suppress(Exception):
+            self._db.close()
+        path = self.directory / _DB_NAME
+        if not self.read_only:
+            result_cache.discard(path)
+        with cache_errors(self.directory, "open"):
+            self._db = _connected(":memory:" if self.read_only else str(path))
 
     def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
         found: dict[str, CachedRewrite] = {}
@@ -57,7 +80,13 @@ class RewriteCache:
             chunk = keys[start : start + MAX_QUERY_KEYS]
             query = f"SELECT key, entry FROM rewrites WHERE key IN ({','.join('?' * len(chunk))})"
             with cache_errors(self.directory, "read"):
-                rows = self._db.execute(query, chunk).fetchall()
+                try:
+                    rows = self._db.execute(query, chunk).fetchall()
+                except sqlite3.DatabaseError as exc:
+                    if not result_cache.damaged(exc):
+                        raise
+                    self._rebuilt()  # what is left is migrated again
+                    return found
             for key, entry in rows:
                 cached = _loaded(key, entry)
                 if cached is not None:
@@ -78,7 +107,17 @@ class RewriteCache:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        with cache_errors(self.directory, "write"), self._db:
+        with cache_errors(self.directory, "write"):
+            try:
+                self._commit(pending)
+            except sqlite3.DatabaseError as exc:  # SQLite may find damage only on a write
+                if not result_cache.damaged(exc):
+                    raise
+                self._rebuilt()
+                self._commit(pending)
+
+    def _commit(self, pending: list[tuple[str, bytes]]) -> None:
+        with self._db:
             self._db.executemany("INSERT OR REPLACE INTO rewrites VALUES (?, ?)", pending)
 
     def close(self) -> None:
@@ -86,6 +125,16 @@ class RewriteCache:
             self.flush()
         finally:
             self._db.close()
+
+
+def _connected(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)")
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _loaded(key: str, entry: bytes) -> CachedRewrite | None:

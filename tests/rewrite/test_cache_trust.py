@@ -1,6 +1,7 @@
 """The rewrite cache is untrusted input, as the scan's is (tests/scan/test_cache_trust.py): an
 entry is bound to its key, so an intact entry moved under another key is a miss, never the new
-text of another file; and every folder of the cache is checked as its root is."""
+text of another file; a damaged database is discarded and made afresh, never an exit 2; and
+every folder of the cache is checked as its root is."""
 
 from __future__ import annotations
 
@@ -50,6 +51,34 @@ def test_an_entry_moved_under_another_key_is_never_written(tmp_path: Path) -> No
     assert "from the cache" not in applied.stderr
     for path in sorted(tree.glob("*.py")):
         assert path.read_text() == (plain / "tree" / path.name).read_text(), path.name
+
+
+# Bytes of the database overwritten: the header's magic (not a database), its page counts
+# (malformed), its reserved bytes a page (malformed once written), its write version (read-only
+# to SQLite), its schema format (unsupported); a page of the table; the file cut in half.
+DAMAGE = [(0, 1), (28, 1), (20, 1), (18, 255), (47, 255), (4096, 255), ("half", 0)]
+
+
+@pytest.mark.parametrize(("at", "value"), DAMAGE)
+def test_a_damaged_database_is_discarded_and_rebuilt(
+    tmp_path: Path, at: int | str, value: int
+) -> None:
+    tree, cache = _tree(tmp_path), tmp_path / "cache"
+    assert invoke(["rewrite", "--cache-dir", str(cache), "-j", "1", str(tree)]).exit_code == 0
+    (tree / "new.py").write_text(XLA)  # a result to write
+    plain = invoke(["rewrite", "--no-cache", "-j", "1", str(tree)])
+    (database,) = cache.glob("rewrite-results-*.sqlite")
+    data = bytearray(database.read_bytes())
+    if at == "half":
+        data = data[: len(data) // 2]
+    else:
+        assert isinstance(at, int) and at < len(data)
+        data[at] = value
+    database.write_bytes(bytes(data))
+    for _ in range(2):  # the first rebuilds it, the next is answered by it
+        done = invoke(["rewrite", "--cache-dir", str(cache), "-j", "1", str(tree)])
+        assert (done.exit_code, done.stdout) == (plain.exit_code, plain.stdout), done.stderr
+    assert "from the cache" in done.stderr
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="modes are POSIX")
