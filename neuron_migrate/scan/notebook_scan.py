@@ -49,7 +49,9 @@ def scan_notebook(source: SourcePath, settings: ScanSettings, cache: ResultStore
         cached.from_cache = True
         return cached
     result = _scan_cells(data, display, settings)
-    if result.findings is not None:  # an analysed notebook; the others are cheap to redo
+    # An analysed notebook (the others are cheap to redo), unless a cell ran out of time (a
+    # slower moment's verdict).
+    if result.findings is not None and (result.error is None or result.error.kind != "timeout"):
         cache.put(key, result)
     return result
 

@@ -193,3 +193,32 @@ def test_report_merge_keeps_a_partial_error(tmp_path: Path) -> None:
     )
     assert code == 1, err
     assert json.loads(merged)["errors"] == json.loads(out)["errors"]
+
+
+def test_a_writefile_cell_over_its_time_budget_is_not_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell's timeout is a slower moment's verdict, as a file's is: never kept."""
+    from neuron_migrate.scan import notebook_scan
+    from neuron_migrate.scan.findings import FileError, FileResult
+
+    real = notebook_scan.analyze_source
+    written = "import torch_xla\nx = 1\n"
+
+    def slow_written_file(text: str, display: str, *args: Any) -> FileResult:
+        if text == written:
+            return FileResult(display, error=FileError(display, "took too long", "timeout"))
+        return real(text, display, *args)
+
+    monkeypatch.setattr(notebook_scan, "analyze_source", slow_written_file)
+    writefile = _cell("code", "%%writefile train.py\n" + written)
+    _notebook(tmp_path, [*CELLS[:2], CELLS[3], writefile])
+    cache = ["--cache-dir", str(tmp_path / ".cache")]
+    for _ in range(2):  # cold, then what the cache would answer
+        done = invoke(["scan", str(tmp_path), "--no-config", "-j", "1", "-f", "json", *cache])
+        assert done.exit_code == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert [(e["kind"], e["cell"], e["partial"]) for e in report["errors"]] == [
+            ("timeout", 4, True)
+        ]
+        assert report["summary"]["files"]["from_cache"] == 0
