@@ -29,6 +29,10 @@ class RuleSet:
             self._index(rule)
         # Longest prefix first, so a sub-module rule wins over its parent's.
         self._prefixes.sort(key=lambda item: len(item[0]), reverse=True)
+        # By prefix, the first rule of that order: a name looks up its own dotted prefixes.
+        self._by_prefix: dict[str, Rule] = {}
+        for prefix, rule in self._prefixes:
+            self._by_prefix.setdefault(prefix, rule)
 
     def _index(self, rule: Rule) -> None:
         for name in rule.match.qualnames:
@@ -67,10 +71,16 @@ class RuleSet:
         rule = self._exact.get(qualname)
         if rule is not None:
             return rule
-        for prefix, prefix_rule in self._prefixes:
-            if qualname == prefix or qualname.startswith(prefix + "."):
-                return prefix_rule
-        return None
+        by_prefix = self._by_prefix
+        name = qualname
+        while True:  # `a.b.c`, then `a.b`, then `a`: the longest prefix first
+            rule = by_prefix.get(name)
+            if rule is not None:
+                return rule
+            cut = name.rfind(".")
+            if cut < 0:
+                return None
+            name = name[:cut]
 
     def for_reference(self, qualname: str) -> Rule | None:
         """The rule for a name or call that resolves to `qualname`. A module object used as a

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import warnings
+from functools import partial
 
 from neuron_migrate.project.source import syntax_error
-from neuron_migrate.scan.analyzer.classify import classify_sites
+from neuron_migrate.scan.analyzer.classify import classify_sites, reported_method
 from neuron_migrate.scan.analyzer.sites import find_module_sites
 from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context
@@ -40,7 +41,8 @@ def _analyzed(
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
     try:
-        sites, compiles = find_module_sites(text, tree, compiled_from)
+        methods = partial(reported_method, context)
+        sites, compiles = find_module_sites(text, tree, compiled_from, methods)
         classified = classify_sites(context, display, text, sites)
     except RecursionError:
         return FileResult(

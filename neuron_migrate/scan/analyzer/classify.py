@@ -351,7 +351,7 @@ class _Classifier:
             choice = choose(patterns, site.args, site.kwargs, method=False)
         self.add_op(site, qualname, aten, "high", choice)
 
-    def classify_method(self, site: Site) -> None:
+    def classify_method(self, site: Site) -> None:  # what `reported_method` tells ahead
         name = site.detail or ""
         if site.compiled and name == "step" and site.qualname:
             self.add_compiled_step(site, site.qualname)
@@ -557,6 +557,18 @@ class _Classifier:
                 message=f"torch.compile(mode={mode}) has no effect on the neuron backend: only "
                 f"{', '.join(compile_rules.modes_with_effect)} [{compile_rules.source}]",
             )
+
+
+def reported_method(ctx: Context, name: str) -> bool:
+    """Whether a method call of this name may be reported (`_Classifier.classify_method`):
+    an optimizer's step, a float64 method, a Tensor method of the table or of the API map.
+    The scan makes no site of any other method call."""
+    return (
+        name == "step"
+        or name in _FLOAT64_METHODS
+        or ctx.matrix.api_status(f"Tensor.{name}") is not None
+        or ctx.api_map.aten_for_tensor_method(name) is not None
+    )
 
 
 def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> FileClassification:

@@ -219,6 +219,8 @@ class NameModel:
         # Every loaded Name with the scope it is read in and whether it sits under a guard.
         self.loads: list[tuple[ast.Name, Scope, bool]] = []
         self.imports: list[ImportRecord] = []
+        # The names some scope binds by an import or an alias: only these can mean an import.
+        self.importing_names: set[str] = set()
         # `from module import *` (absolute), with its guard: it binds names no one can list.
         self.star_imports: list[tuple[ast.alias, str, bool]] = []
         # By-products of the same walk for the site finder, so it needs no walk of its own:
@@ -468,6 +470,7 @@ class _Builder:
             elif isinstance(value, (ast.Name, ast.Attribute)):
                 binding.kind = "alias"
                 binding.alias_of = value
+                self.model.importing_names.add(node.id)
         if isinstance(node.ctx, ast.Del):
             return
         target = self._target_scope(node.id, scope)
@@ -492,6 +495,8 @@ class _Builder:
                 relative = node.level or not node.module
                 qualname = None if relative else f"{node.module}.{alias.name}"
             kind = "import" if qualname else "local"
+            if qualname:
+                self.model.importing_names.add(local)
             binding = Binding(kind, qualname=qualname, node=alias, guarded=guarded)
             self._target_scope(local, scope).bind(local, binding)
             self.model.parents[id(alias)] = node

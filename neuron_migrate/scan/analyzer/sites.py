@@ -10,6 +10,7 @@ what they see by construction.
 
 import ast
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from neuron_migrate.scan.analyzer.arguments import Arg, arguments_of
@@ -71,6 +72,7 @@ _GROUP_MAKERS = frozenset(
     }
 )
 _NOT_TENSORS = frozenset({"self", "cls", "super"})
+_UNRESOLVED = Resolution((), True)  # a key not yet in a cache of meanings
 # Libraries and builtins whose calls return no torch tensor: methods on their results are theirs.
 _NON_TENSOR_LIBRARIES = frozenset(
     {
@@ -169,6 +171,11 @@ class Site(NamedTuple):
     @property
     def span(self) -> Span:
         return (self.line, self.col, self.end_line, self.end_col)
+
+
+# A site with one field changed, made straight from its values (`_replace` costs a dict).
+_make_site = Site._make
+_PLACEMENT = Site._fields.index("placement")
 
 
 def _most_relevant(qualnames: tuple[str, ...]) -> str:
@@ -535,9 +542,17 @@ def _in_annotation(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
     return False
 
 
+# A `placed_calls` entry for a call placed without a site of its own (`_SiteFinder.methods`).
+_NO_SITE = -1
+
+
 class _SiteFinder:
-    def __init__(self, source: str, tree: ast.Module) -> None:
+    def __init__(
+        self, source: str, tree: ast.Module, methods: Callable[[str], bool] | None = None
+    ) -> None:
         self.model = NameModel(tree)
+        # The method names worth a site (None: every one): what the caller can report.
+        self.methods = methods
         self.tree = tree
         # What this module's compiles reach in other modules (`compiled.imported_compiles`).
         self.imported: tuple[Imported, ...] = ()
@@ -641,20 +656,48 @@ class _SiteFinder:
         model = self.model
         parents = model.parents
         attribute = ast.Attribute
+        call = ast.Call
+        # A name's meaning, by (name, scope it is read in): a module reads the same few names
+        # (`self`, `torch`, its locals) thousands of times. The same answer as asking the
+        # model each time: a meaning asked for outside another's computation is final.
+        meanings: dict[tuple[str, Scope], Resolution | None] = {}
+        resolve_name = model.resolve_name
+        # Only a name that some scope binds by an import or an alias can mean an import: the
+        # rest (most reads) need no resolution.
+        importing = model.importing_names
         for name, scope, guarded in model.loads:
-            chain: ast.expr = name
-            attrs: list[str] = []
             parent = parents.get(id(name))
+            base = None
+            if name.id in importing:
+                key = (name.id, scope)
+                base = meanings.get(key, _UNRESOLVED)
+                if base is _UNRESOLVED:
+                    base = meanings[key] = resolve_name(name.id, scope)
+            if base is None or not base.qualnames:
+                # Not an import: a method call on it may be a Tensor method (`x.sort()`,
+                # `self.w.double()`); a direct `self.method()` is the object's own.
+                if parent.__class__ is not attribute or parent.value is not name:
+                    continue
+                if name.id in _NOT_TENSORS:
+                    outer = parents.get(id(parent))
+                    if outer.__class__ is not attribute or outer.value is not parent:
+                        continue
+                chain: ast.expr = parent
+                parent = parents.get(id(chain))
+                while parent.__class__ is attribute and parent.value is chain:
+                    chain = parent
+                    parent = parents.get(id(chain))
+                if parent.__class__ is call and parent.func is chain:
+                    self._method_call(chain, parent, guarded)  # type: ignore[arg-type]
+                continue
+            chain = name
+            attrs: list[str] = []
             while parent.__class__ is attribute and parent.value is chain:
                 chain = parent
                 attrs.append(parent.attr)
                 parent = parents.get(id(chain))
             # The same answer as `model.resolve_chain(chain, scope)`, without walking the chain
-            # again; most names (`self`, locals, builtins) stop at the first step.
-            base = model.resolve_name(name.id, scope)
-            if base is None or not base.qualnames:
-                self.find_method_call(name, chain, guarded)
-                continue
+            # again.
             resolution = base
             if attrs:
                 suffix = "." + ".".join(attrs)
@@ -756,26 +799,22 @@ class _SiteFinder:
             return None
         return qualname or ast.unparse(dtype)
 
-    def find_method_call(self, name: ast.Name, chain: ast.expr, guarded: bool) -> None:
-        """`x.sort()`, `self.w.double()` on a receiver that is not an import: maybe a Tensor
-        method. A direct `self.method()` is the object's own method, not a Tensor's."""
-        if not isinstance(chain, ast.Attribute):
-            return
-        if name.id in _NOT_TENSORS and chain.value is name:
-            return
-        self._method_site(chain, guarded)
-
     def _method_site(self, attribute: ast.Attribute, guarded: bool) -> None:
         call = self.model.parents.get(id(attribute))
         if isinstance(call, ast.Call) and call.func is attribute:
-            self.placed_calls.append((len(self.sites), call))
-            self.site(
-                "method",
-                attribute,
-                detail=attribute.attr,
-                guarded=guarded,
-                **self.call_fields(call),
-            )
+            self._method_call(attribute, call, guarded)
+
+    def _method_call(self, attribute: ast.Attribute, call: ast.Call, guarded: bool) -> None:
+        """`x.sort()`, `self.w.double()`, `model(x).sum()`: maybe a Tensor method."""
+        if self.methods is not None and not self.methods(attribute.attr):
+            # No site, but placed all the same: placements are memoised, and a value's
+            # placement in a cycle of assignments may depend on which call asked first.
+            self.placed_calls.append((_NO_SITE, call))
+            return
+        self.placed_calls.append((len(self.sites), call))
+        self.site(
+            "method", attribute, detail=attribute.attr, guarded=guarded, **self.call_fields(call)
+        )
 
     def find_chained_methods(self) -> None:
         """Methods on receivers that are not name chains: `model(x).sum()`, `a[0].double()`."""
@@ -1275,6 +1314,8 @@ class _SiteFinder:
                 self.model, lambda node: self.chain_qualnames.get(id(node)), regions
             )
             for index, call in self.placed_calls:
+                if index == _NO_SITE:
+                    continue
                 site = self.sites[index]
                 line = next((c for first, last, c in regions if first <= site.line <= last), 0)
                 if line:
@@ -1283,6 +1324,8 @@ class _SiteFinder:
             return
         elsewhere = named_regions(self.tree, compiled_from)
         for index, call in self.placed_calls:
+            if index == _NO_SITE:
+                continue
             site = self.sites[index]
             if site.compiled:
                 continue
@@ -1321,11 +1364,15 @@ class _SiteFinder:
         placer.default_device = any(
             q == "torch.set_default_device" for q in self.call_qualnames.values()
         )
+        sites = self.sites
         for index, call in self.placed_calls:
             placement = placer.runs_on(call)
+            if index == _NO_SITE:
+                continue
             if placement not in (HOST, DEVICE):
                 placement = UNKNOWN
-            self.sites[index] = self.sites[index]._replace(placement=placement)
+            site = sites[index]
+            sites[index] = _make_site((*site[:_PLACEMENT], placement, *site[_PLACEMENT + 1 :]))
 
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
@@ -1334,13 +1381,17 @@ def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
 
 
 def find_module_sites(
-    source: str, tree: ast.Module | None = None, compiled_from: dict[str, str] | None = None
+    source: str,
+    tree: ast.Module | None = None,
+    compiled_from: dict[str, str] | None = None,
+    methods: Callable[[str], bool] | None = None,
 ) -> tuple[list[Site], tuple[Imported, ...]]:
     """`find_sites`, with the regions other modules compile (`compiled_from`: name -> where)
-    marked, and what this module's compiles reach in other modules."""
+    marked, and what this module's compiles reach in other modules. `methods`: the method
+    names worth a site (a scan's classification ignores the rest); None: every one."""
     if tree is None:
         tree = ast.parse(source)
-    finder = _SiteFinder(source, tree)
+    finder = _SiteFinder(source, tree, methods)
     finder.find_references()
     finder.find_imports()
     finder.find_chained_methods()
