@@ -10,7 +10,7 @@ what they see by construction.
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import NamedTuple
 
 from neuron_migrate.scan.analyzer.arguments import Arg, arguments_of
@@ -94,6 +94,7 @@ _NON_TENSOR_BUILTINS = frozenset(
     {"list", "dict", "set", "tuple", "str", "bytes", "sorted", "range", "open", "zip"}
 )
 _ENV_METHODS = {"get", "setdefault", "pop"}  # on a copy of the environment
+_UPDATE = {"update"}
 _ENV_CALLS = {"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"}
 # The rendezvous address a script sets for xmp.spawn's workers: torchrun sets it for its own.
 _RENDEZVOUS_ENV = frozenset({"MASTER_ADDR", "MASTER_PORT"})
@@ -982,7 +983,7 @@ class _SiteFinder:
                 blocked = _dynamic_shapes(call) if qualname == "torch.compile" else ""
                 self.idiom("openxla-compile-backend", backend, _string(backend), guarded, blocked)
         elif qualname in _ENV_CALLS or (
-            qualname is None and self._env_method(func) in _ENV_METHODS
+            qualname is None and self._env_method(func, _ENV_METHODS) is not None
         ):
             self.env_name(_argument(call, 0, "key"), guarded)
             if qualname in _ENV_SETTERS:
@@ -998,7 +999,7 @@ class _SiteFinder:
                 if kw.arg and _XLA_ENV.match(kw.arg):
                     self.idiom("xla-env-var", kw.value, kw.arg, guarded)
         elif qualname == "os.environ.update" or (
-            qualname is None and self._env_method(func) == "update"
+            qualname is None and self._env_method(func, _UPDATE) is not None
         ):
             for arg in call.args:
                 if isinstance(arg, ast.Dict):
@@ -1275,9 +1276,14 @@ class _SiteFinder:
         name = expr.id if isinstance(expr, ast.Name) else getattr(expr, "attr", None)
         return isinstance(name, str) and "env" in name.lower()
 
-    def _env_method(self, func: ast.expr) -> str | None:
-        """`update` for `env.update(...)` on an environment copy; None for anything else."""
-        if isinstance(func, ast.Attribute) and self._is_environment(func.value):
+    def _env_method(self, func: ast.expr, methods: Container[str]) -> str | None:
+        """`update` for `env.update(...)` on an environment copy, when one of `methods`; None
+        for anything else. (The name first: the test of the receiver costs more.)"""
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in methods
+            and self._is_environment(func.value)
+        ):
             return func.attr
         return None
 
