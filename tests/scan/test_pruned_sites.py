@@ -13,7 +13,7 @@ import pytest
 from neuron_migrate.matrix.versions import newest_version
 from neuron_migrate.ruleset import load_ruleset
 from neuron_migrate.scan.analyzer.classify import classify_sites, reported_method
-from neuron_migrate.scan.analyzer.sites import find_module_sites
+from neuron_migrate.scan.analyzer.sites import _SiteFinder, find_module_sites, find_sites
 from neuron_migrate.scan.scan_data import Context, context_for
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -93,3 +93,31 @@ def test_the_prefix_index_finds_the_longest_prefix_rule() -> None:
         names |= {prefix, prefix + ".x", prefix + ".x.y", prefix + "x", prefix[:-1]}
     for name in sorted(names):
         assert rules.for_qualname(name) is _linear_for_qualname(rules, name), name
+
+
+def test_every_fixture_finds_the_same_idioms_without_the_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sources = [p for p in SOURCES if _parses(p)]
+    gated = [find_module_sites(p.read_text(encoding="utf-8", errors="replace")) for p in sources]
+    monkeypatch.setattr(_SiteFinder, "may_hold_idioms", lambda self: True)
+    for path, found in zip(sources, gated, strict=True):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert find_module_sites(text) == found, path
+
+
+@pytest.mark.parametrize(
+    ("source", "idiom"),
+    [
+        (
+            'import torch\ndevice = "\\x78la"\nx = torch.ones(2, device=device)\n',
+            "xla-device-string",
+        ),
+        ('import torch\nx = torch.ones(2, device="x" "la")\n', "xla-device-string"),
+        ("import os\nenv = dict(os.environ, XLA_USE_BF16='1')\n", "xla-env-var"),
+        ("import os\nos.environ['PJRT_' 'DEVICE'] = 'x'\n", "xla-env-var"),
+    ],
+    ids=["escaped", "concatenated", "keyword", "concatenated-env"],
+)
+def test_an_idiom_spelled_unlike_its_value_is_found(source: str, idiom: str) -> None:
+    assert idiom in {s.idiom for s in find_sites(source) if s.kind == "idiom"}

@@ -17,6 +17,7 @@ The scan and the codemod share this model; nothing else resolves names.
 """
 
 import ast
+from collections.abc import Callable
 from typing import NamedTuple
 
 from neuron_migrate.scan.analyzer.availability import STAND_IN
@@ -213,7 +214,9 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 class NameModel:
     """Scopes, bindings and loaded names of one module, plus a parent map of its nodes."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(
+        self, tree: ast.Module, string_test: Callable[[str], object] | None = None
+    ) -> None:
         self.module_scope = Scope("module", None)
         self.parents: dict[int, ast.AST] = {}
         # Every loaded Name with the scope it is read in and whether it sits under a guard.
@@ -231,7 +234,10 @@ class NameModel:
         self._loads_by_name: dict[str, list[tuple[ast.Name, Scope]]] | None = None  # on demand
         # By (name, id of the scope binding it); `a = b; b = a` reads as local (None).
         self._meanings: Memo[Resolution | None] = Memo(cut=None)
-        _Builder(self).build(tree)
+        # Whether a string constant of the module passes `string_test` (the site finder's
+        # test for the text of an idiom); False when no test is given.
+        self.marked_strings = False
+        _Builder(self).build(tree, string_test)
 
     # -- resolution ---------------------------------------------------------------------------
 
@@ -323,7 +329,7 @@ class _Builder:
     def __init__(self, model: NameModel) -> None:
         self.model = model
 
-    def build(self, tree: ast.Module) -> None:
+    def build(self, tree: ast.Module, string_test: Callable[[str], object] | None) -> None:
         model = self.model
         parents = model.parents
         loads = model.loads
@@ -348,6 +354,10 @@ class _Builder:
                     self._bind_target_name(node, scope, parents.get(id(node)), guarded)  # type: ignore[arg-type]
                 continue
             if kind is Constant:
+                value = node.value  # type: ignore[attr-defined]
+                if string_test is not None and value.__class__ is str and string_test(value):
+                    model.marked_strings = True
+                    string_test = None  # one is enough
                 continue
             if kind is Attribute:
                 value = node.value  # type: ignore[attr-defined]

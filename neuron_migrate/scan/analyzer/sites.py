@@ -258,6 +258,15 @@ def _device_strings(node: ast.expr | None) -> list[tuple[ast.expr, str]]:
 
 
 _ENV_IDIOMS = frozenset({"xla-env-var", "spawn-rendezvous-env"})
+# Every idiom `find_idioms` reports reads a string constant holding one of these (a device
+# string, a backend, an environment variable's name, ...), a keyword argument named like an
+# XLA environment variable (`dict(os.environ, XLA_USE_BF16="1")`), or a torch_xla or
+# torch_neuronx import: a module with none of them is not searched for idioms.
+_IDIOM_STRINGS = re.compile(
+    r"xla|XLA|NEURON|PJRT_|pjrt://|TPU_|XRT_|ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB|GPU_NUM_DEVICES"
+    r"|MASTER_ADDR|MASTER_PORT"
+)
+_ENV_KEYWORDS = re.compile(r"XLA_|PJRT_|NEURON_|TPU_|XRT_|ALLREDUCE_GRADIENTS|GPU_NUM_DEVICES")
 
 
 def _environ(expr: ast.expr) -> bool:
@@ -551,7 +560,7 @@ class _SiteFinder:
     def __init__(
         self, source: str, tree: ast.Module, methods: Callable[[str], bool] | None = None
     ) -> None:
-        self.model = NameModel(tree)
+        self.model = NameModel(tree, _IDIOM_STRINGS.search)
         # The method names worth a site (None: every one): what the caller can report.
         self.methods = methods
         self.tree = tree
@@ -869,7 +878,21 @@ class _SiteFinder:
 
     # -- XLA idioms outside the torch_xla namespace --------------------------------------------
 
+    def may_hold_idioms(self) -> bool:
+        """False when the module holds none of what every idiom reads (`_IDIOM_STRINGS`).
+        A keyword's name is looked for in the text, which holds it as it is when ASCII."""
+        model = self.model
+        return (
+            model.marked_strings
+            or any((r.module or "").partition(".")[0] in _IMPORT_ROOTS for r in model.imports)
+            or any(module.partition(".")[0] in _IMPORT_ROOTS for _, module, _ in model.star_imports)
+            or not self.source.isascii()
+            or _ENV_KEYWORDS.search(self.source) is not None
+        )
+
     def find_idioms(self) -> None:
+        if not self.may_hold_idioms():
+            return
         # The name model's walk collected the candidates: no walk of our own.
         # An idiom's node (a string, an argument) shares the guard of the candidate it is in.
         self.spawns = any(q in _SPAWNS for q in self.call_qualnames.values())
