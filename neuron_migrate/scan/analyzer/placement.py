@@ -139,6 +139,14 @@ class Placer:
         return self.of(call)
 
     def of(self, node: ast.expr | None) -> str:
+        # The commonest kinds first, by their exact class (what `ast.parse` makes).
+        kind = node.__class__
+        if kind is ast.Name:
+            return self._name(node)  # type: ignore[arg-type]
+        if kind is ast.Call:
+            return self._memo.get(id(node), self._call, node)  # type: ignore[arg-type]
+        if kind is ast.Constant:
+            return NONE
         if node is None or isinstance(node, (ast.Constant, ast.JoinedStr, ast.Lambda)):
             return NONE
         if isinstance(node, ast.Name):
