@@ -40,8 +40,6 @@ How the module is built, and why:
   Jupyter and nbformat byte for byte. Outputs, metadata and execution counts are never touched.
 """
 
-from __future__ import annotations
-
 import ast
 import json
 import keyword
