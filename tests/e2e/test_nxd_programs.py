@@ -71,3 +71,59 @@ def test_tensor_parallel_program_migrates_and_keeps_its_math(tmp_path, program) 
         said = f"{processes} process(es)\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
         assert done.returncode == 0, said
         _close(_steps(done.stdout, processes), want, said)
+
+
+# Data parallelism beside tensor parallelism (tensor-parallel size 1 on two ranks: a data-parallel
+# group of two). Each rank trains on half the batch and the gradients are averaged, so every rank
+# prints the losses and norms of the single process that trains on the whole batch, and of the
+# NxD original on the stand-in (at one process and at two).
+DP_LINE = re.compile(
+    r"DPLOSS rank=(\d+) dp=(\d+)/(\d+) step=(\d+) loss=(-?\d+\.\d+) norm=(-?\d+\.\d+)"
+)
+
+DP_PROGRAMS = [
+    Program("nxd_dp_mlp", "torchrun", complete=True),
+    Program("nxd_dp_mlp", "torchrun", ("--optimizer-step",), complete=True),
+]
+
+
+def _dp_steps(output: str, processes: int) -> list[tuple[float, float]]:
+    """(loss, norm) by step, after checking that every rank printed the same ones."""
+    by_rank: dict[int, list[tuple[float, float]]] = {}
+    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(output):
+        assert int(dp_size) == processes and int(dp_rank) == int(rank), output
+        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
+    assert sorted(by_rank) == list(range(processes)), output
+    first = by_rank[0]
+    assert first and all(steps == first for steps in by_rank.values()), by_rank
+    return first
+
+
+@pytest.mark.parametrize("program", DP_PROGRAMS, ids=lambda p: " ".join((p.name, *p.args)))
+def test_data_parallel_beside_tensor_parallel_keeps_the_whole_batch_math(tmp_path, program) -> None:
+    tree, summary = _migrate(tmp_path, program)
+    assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
+
+    reference = _reference_run(program, 1)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    want = _dp_steps(reference.stdout, 1)
+    reference = _reference_run(program, 2)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    _close(_dp_steps(reference.stdout, 2), want, f"the original on two ranks\n{reference.stdout}")
+    for processes in (1, 2):
+        done = _migrated_run(tree, program, processes)
+        said = f"{processes} process(es)\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, said
+        _close(_dp_steps(done.stdout, processes), want, said)
+
+
+def test_data_parallel_helpers_refuse_to_average_tensor_parallel_shards(tmp_path) -> None:
+    """At tensor-parallel size 2 on two ranks each rank holds a different part of a sharded
+    gradient: xm.reduce_gradients over every rank would average different parts (NxD's original
+    does, silently). The migrated helper raises and names the data-parallel group."""
+    program = Program("nxd_dp_mlp", "torchrun", ("--tensor-parallel-size", "2"), complete=True)
+    tree, _summary = _migrate(tmp_path, program)
+    done = _migrated_run(tree, program, 2)
+    assert done.returncode != 0, done.stdout
+    assert "cannot be averaged over every rank" in done.stderr, done.stderr[-3000:]
+    assert "DPLOSS" not in done.stdout, done.stdout

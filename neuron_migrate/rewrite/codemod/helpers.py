@@ -42,29 +42,42 @@ def neuron_world_size():
     return 1
 '''
 
+_LOCAL_GRADS = '''
+def neuron_local_grads(optimizer):
+    """The optimizer's gradients as the tensors each rank all-reduces in place: a DTensor's (a
+    tensor-parallel model's) its rank's local tensor. Averaged over every rank, a gradient of
+    which a rank holds only a part would mix parts: that raises."""
+    from torch.distributed.tensor import DTensor
+
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    local = [g.to_local() if isinstance(g, DTensor) else g for g in grads]
+    if any(part.shape != grad.shape for part, grad in zip(local, grads)):
+        raise RuntimeError(
+            "gradients sharded by tensor parallelism cannot be averaged over every rank: "
+            "all-reduce grad.to_local() over the data-parallel group (mesh['dp'])"
+        )
+    return local
+'''
+
 _OPTIMIZER_STEP = '''
 def neuron_optimizer_step(optimizer, optimizer_args=None):
     """Average the gradients over the process group's ranks, then step (xm.optimizer_step)."""
     world_size = neuron_world_size()
     if world_size > 1:
-        for group in optimizer.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    torch.distributed.all_reduce(param.grad)
-                    param.grad.div_(world_size)
+        for grad in neuron_local_grads(optimizer):
+            torch.distributed.all_reduce(grad)
+            grad.div_(world_size)
     return optimizer.step(**(optimizer_args or {}))
 '''
 
 _REDUCE_GRADIENTS = '''
 def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
     """Average the gradients over the process group's ranks (xm.reduce_gradients)."""
-    dist = torch.distributed
     world_size = neuron_world_size()
     if world_size == 1:
         return
-    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-    for grad in grads:
-        dist.all_reduce(grad)
+    for grad in neuron_local_grads(optimizer):
+        torch.distributed.all_reduce(grad)
         grad.div_(world_size)
 '''
 
@@ -364,6 +377,7 @@ class NotMigrated:
 '''
 
 _SIZED = ("neuron_world_size",)
+_GRADS = ("neuron_world_size", "neuron_local_grads")
 _MESH = ("neuron_device_mesh",)
 _LAYER = ("neuron_device_mesh", "neuron_nxd_init")
 
@@ -371,8 +385,9 @@ HELPERS: dict[str, Helper] = {
     h.name: h
     for h in (
         Helper("neuron_world_size", _WORLD_SIZE, ("os", "torch")),
-        Helper("neuron_optimizer_step", _OPTIMIZER_STEP, uses=_SIZED),
-        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS, uses=_SIZED),
+        Helper("neuron_local_grads", _LOCAL_GRADS),
+        Helper("neuron_optimizer_step", _OPTIMIZER_STEP, uses=_GRADS),
+        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS, uses=_GRADS),
         Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM, uses=_SIZED),
         Helper("neuron_all_gather", _ALL_GATHER, uses=_SIZED),
         Helper("neuron_rendezvous", _RENDEZVOUS, uses=_SIZED),
