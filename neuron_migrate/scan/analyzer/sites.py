@@ -51,6 +51,7 @@ _TORCH_AUTOCASTS = frozenset(
 )
 _XLA_AUTOCASTS = frozenset({"torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
 # TorchScript saved or loaded: beside torch_neuronx, a traced module with a compiled Neuron graph.
+_NEURONX_TRACES = frozenset({"torch_neuronx.trace", "torch_neuronx.xla_impl.trace.trace"})
 _TRACED_ARTIFACTS = frozenset(
     {
         "torch.jit.save",
@@ -971,12 +972,13 @@ class _SiteFinder:
             device_type = _argument(call, 0, "device_type")
             if isinstance(device_type, ast.Name) and _argument(call, 1, "dtype") is None:
                 self.autocast_device_variable(call, device_type, guarded)
-        if qualname in _TRACED_ARTIFACTS and self.uses_neuronx:
+        saves_trace = self.uses_neuronx and self._saves_trace(func)
+        if (qualname in _TRACED_ARTIFACTS and self.uses_neuronx) or saves_trace:
             self.site(
                 "idiom",
                 call,
                 idiom="neuron-traced-artifact",
-                detail=qualname.rpartition(".")[2],
+                detail="save" if saves_trace else (qualname or "").rpartition(".")[2],
                 call_span=self.columns.span(call),
                 guarded=guarded,
             )
@@ -1031,6 +1033,19 @@ class _SiteFinder:
             for kw in call.keywords:
                 if kw.arg and _XLA_ENV.match(kw.arg):
                     self.idiom("xla-env-var", kw.value, kw.arg, guarded)
+
+    def _saves_trace(self, func: ast.expr) -> bool:
+        """`traced.save(path)` of a name bound to torch_neuronx.trace's result: the TorchScript
+        method the native trace (a compiled function) does not have."""
+        if not (isinstance(func, ast.Attribute) and func.attr == "save"):
+            return False
+        if not isinstance(func.value, ast.Name):
+            return False
+        binding = self.model.binding_of(func.value)
+        if binding is None:
+            return False
+        values = (_assigned_value(bound.node, self.model.parents) for bound in binding[1])
+        return any(self.call_qualnames.get(id(v)) in _NEURONX_TRACES for v in values)
 
     def backend_variable(self, name: ast.Name, guarded: bool) -> None:
         """`BACKEND = "xla"` ... `init_process_group(BACKEND)`. A constant assigned once and
