@@ -99,8 +99,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _torchrun() -> list[str]:
-    return ["torchrun", "--nproc-per-node", "2", "--master-port", str(_free_port())]
+def _torchrun(processes: int = 2) -> list[str]:
+    return ["torchrun", "--nproc-per-node", str(processes), "--master-port", str(_free_port())]
 
 
 def _clean_env() -> dict[str, str]:
@@ -132,7 +132,7 @@ def _migrate(tmp_path: Path, program: Program) -> tuple[Path, dict]:
 
 def _migrated_run(tree: Path, program: Program, processes: int):
     def once() -> subprocess.CompletedProcess[str]:
-        launch = ["python"] if processes == 1 else _torchrun()
+        launch = ["python"] if processes == 1 else _torchrun(processes)
         argv = [sys.executable, "-m", "neuron_migrate", "run", "--", *launch, "train.py"]
         return _run([*argv, *program.args], tree, _clean_env())
 

@@ -127,3 +127,30 @@ def test_data_parallel_helpers_refuse_to_average_tensor_parallel_shards(tmp_path
     assert done.returncode != 0, done.stdout
     assert "cannot be averaged over every rank" in done.stderr, done.stderr[-3000:]
     assert "DPLOSS" not in done.stdout, done.stdout
+
+
+def test_replica_groups_reduce_over_each_data_parallel_group(tmp_path) -> None:
+    """Data parallelism beside tensor parallelism above size 1, NxD's BERT example's shape: four
+    ranks, tensor-parallel size 2, two data-parallel groups ([0, 2] and [1, 3]), the gradients
+    reduced by xm.reduce_gradients(optimizer, groups=get_data_parallel_group(as_list=True)).
+    Each group sums its gradients and torch_xla scales by 1/world size (4, not the group's 2),
+    so the gradient norms are half the single process's on the whole batch, and AdamW's steps
+    (unclipped), hence the losses, are that process's."""
+    args = ("--tensor-parallel-size", "2", "--replica-groups", "--max-norm", "1e9")
+    program = Program("nxd_dp_mlp", "torchrun", args, complete=True)
+    tree, summary = _migrate(tmp_path, program)
+    assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
+
+    alone = _migrated_run(tree, program, 1)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    want = [(loss, norm / 2) for loss, norm in _dp_steps(alone.stdout, 1)]
+    done = _migrated_run(tree, program, 4)
+    said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, said
+    by_rank: dict[int, list[tuple[float, float]]] = {}
+    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(done.stdout):
+        assert (int(dp_rank), int(dp_size)) == (int(rank) // 2, 2), said
+        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
+    assert sorted(by_rank) == [0, 1, 2, 3], said
+    assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
+    _close(by_rank[0], want, said)

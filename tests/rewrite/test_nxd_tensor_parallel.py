@@ -48,7 +48,7 @@ def test_the_state_calls_become_the_mesh_and_its_answers() -> None:
 def test_pipeline_stages_and_rank_lists_stay_marked() -> None:
     source = HEADER + (
         "parallel_state.initialize_model_parallel(2, pipeline_model_parallel_size=2)\n"
-        "ranks = parallel_state.get_tensor_model_parallel_group(as_list=True)\n"
+        "ranks = parallel_state.get_tensor_model_parallel_group(as_list=flag)\n"
         "src = parallel_state.get_tensor_model_parallel_src_rank()\n"
     )
     assert sorted(_statuses(source)) == [
@@ -59,6 +59,26 @@ def test_pipeline_stages_and_rank_lists_stay_marked() -> None:
     new = rewrite_source(source).new
     assert "TODO(neuron-migrate NM835): use a DeviceMesh" in new
     assert "pipeline stages: torch.distributed.pipelining" in new
+
+
+def test_groups_as_lists_become_the_meshs_replica_groups() -> None:
+    """NxD's as_list=True is every group of its kind (group._mesh): the ("dp", "tp") mesh's
+    rows are the tensor-parallel groups, its columns the data-parallel ones; xm.reduce_gradients
+    takes them as replica groups."""
+    source = HEADER + (
+        "import torch_xla.core.xla_model as xm\n"
+        "tp_groups = parallel_state.get_tensor_model_parallel_group(as_list=True)\n"
+        "xm.reduce_gradients(opt, groups=parallel_state.get_data_parallel_group(as_list=True))\n"
+    )
+    assert sorted(_statuses(source)) == [
+        ("NM312", "rewritten"),
+        ("NM836", "rewritten"),
+        ("NM836", "rewritten"),
+    ]
+    new = rewrite_source(source).new
+    assert "tp_groups = neuron_device_mesh().mesh.tolist()\n" in new
+    assert "neuron_reduce_gradients(opt, groups=neuron_device_mesh().mesh.T.tolist())\n" in new
+    assert "def neuron_replica_group(groups):" in new
 
 
 def test_the_layers_become_full_size_linears_sharded_by_their_style() -> None:

@@ -43,7 +43,7 @@ def neuron_world_size():
 '''
 
 _LOCAL_GRADS = '''
-def neuron_local_grads(optimizer):
+def neuron_local_grads(optimizer, every_rank=True):
     """The optimizer's gradients as the tensors each rank all-reduces in place: a DTensor's (a
     tensor-parallel model's) its rank's local tensor. Averaged over every rank, a gradient of
     which a rank holds only a part would mix parts: that raises."""
@@ -51,10 +51,11 @@ def neuron_local_grads(optimizer):
 
     grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
     local = [g.to_local() if isinstance(g, DTensor) else g for g in grads]
-    if any(part.shape != grad.shape for part, grad in zip(local, grads)):
+    if every_rank and any(part.shape != grad.shape for part, grad in zip(local, grads)):
         raise RuntimeError(
             "gradients sharded by tensor parallelism cannot be averaged over every rank: "
-            "all-reduce grad.to_local() over the data-parallel group (mesh['dp'])"
+            "average them over the data-parallel groups only, neuron_reduce_gradients(optimizer, "
+            "groups=neuron_device_mesh().mesh.T.tolist())"
         )
     return local
 '''
@@ -72,13 +73,32 @@ def neuron_optimizer_step(optimizer, optimizer_args=None):
 
 _REDUCE_GRADIENTS = '''
 def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
-    """Average the gradients over the process group's ranks (xm.reduce_gradients)."""
+    """Sum the gradients over the process group's ranks, or over this rank's group of `groups`
+    (XLA replica groups), and divide by the world size, as xm.reduce_gradients does."""
     world_size = neuron_world_size()
     if world_size == 1:
         return
-    for grad in neuron_local_grads(optimizer):
-        torch.distributed.all_reduce(grad)
+    group = neuron_replica_group(groups)
+    for grad in neuron_local_grads(optimizer, every_rank=groups is None):
+        torch.distributed.all_reduce(grad, group=group)
         grad.div_(world_size)
+'''
+
+# XLA names a collective's ranks by replica groups on every call; torch.distributed needs a process
+# group per group, made by every rank in the same order: made once per list of groups, kept.
+_REPLICA_GROUP = '''
+def neuron_replica_group(groups):
+    """The process group of this rank's group in `groups` (XLA replica groups, lists of ranks;
+    None: every rank)."""
+    if groups is None:
+        return None
+    key = tuple(tuple(int(rank) for rank in group) for group in groups)
+    made = neuron_replica_group.__dict__.setdefault("made", {})
+    if key not in made:
+        made[key] = torch.distributed.new_subgroups_by_enumeration([list(g) for g in key])[0]
+    if made[key] is None:
+        raise ValueError(f"rank {torch.distributed.get_rank()} is in none of the groups {groups}")
+    return made[key]
 '''
 
 _ALL_GATHER = '''
@@ -387,7 +407,12 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_world_size", _WORLD_SIZE, ("os", "torch")),
         Helper("neuron_local_grads", _LOCAL_GRADS),
         Helper("neuron_optimizer_step", _OPTIMIZER_STEP, uses=_GRADS),
-        Helper("neuron_reduce_gradients", _REDUCE_GRADIENTS, uses=_GRADS),
+        Helper("neuron_replica_group", _REPLICA_GROUP),
+        Helper(
+            "neuron_reduce_gradients",
+            _REDUCE_GRADIENTS,
+            uses=(*_GRADS, "neuron_replica_group"),
+        ),
         Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM, uses=_SIZED),
         Helper("neuron_all_gather", _ALL_GATHER, uses=_SIZED),
         Helper("neuron_rendezvous", _RENDEZVOUS, uses=_SIZED),

@@ -39,13 +39,26 @@ def nxd_device_mesh(t: CallTarget) -> cst.BaseExpression | None:
 @expression("nxd-mesh-query")
 def nxd_mesh_query(t: CallTarget) -> cst.BaseExpression | None:
     """get_tensor_model_parallel_rank() -> neuron_device_mesh()["tp"].get_local_rank(), and so
-    on: the rule's option for the function names the mesh dimension and the method."""
+    on: the rule's option for the function names the mesh dimension and the method. A group
+    asked for as_list=True is every replica group of that kind, the mesh's rows or columns: the
+    `NAME.as_list` option is the expression on the mesh."""
     assert t.rule.rewrite is not None
-    option = t.rule.rewrite.option(last_component(t.site.qualname or ""))
+    name = last_component(t.site.qualname or "")
+    as_list = bound_arguments(t.call, ("as_list",)).get("as_list")
+    if as_list is not None and not _is_false(as_list):
+        replica_groups = t.rule.rewrite.option(f"{name}.as_list")
+        if replica_groups is None or not use_helper(t.ctx, "neuron_device_mesh"):
+            return None
+        return render(f"neuron_device_mesh().{replica_groups}", t.ctx)
+    option = t.rule.rewrite.option(name)
     if option is None or not use_helper(t.ctx, "neuron_device_mesh"):
         return None
     dim, method = option.split()
     return render(f'neuron_device_mesh()["{dim}"].{method}()', t.ctx)
+
+
+def _is_false(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "False"
 
 
 @expression("nxd-parallel-linear")
