@@ -132,7 +132,8 @@ def test_data_parallel_helpers_refuse_to_average_tensor_parallel_shards(tmp_path
 def test_replica_groups_reduce_over_each_data_parallel_group(tmp_path) -> None:
     """Data parallelism beside tensor parallelism above size 1, NxD's BERT example's shape: four
     ranks, tensor-parallel size 2, two data-parallel groups ([0, 2] and [1, 3]), the gradients
-    reduced by xm.reduce_gradients(optimizer, groups=get_data_parallel_group(as_list=True)).
+    reduced by xm.reduce_gradients(optimizer, groups=get_data_parallel_group(as_list=True)) and
+    the loss by xm.all_reduce(xm.REDUCE_SUM, loss / dp_size, groups=the same groups).
     Each group sums its gradients and torch_xla scales by 1/world size (4, not the group's 2),
     so the gradient norms are half the single process's on the whole batch, and AdamW's steps
     (unclipped), hence the losses, are that process's."""

@@ -188,15 +188,17 @@ def _groups(values: dict[str, Arg], *params: str) -> str:
 
 
 def all_reduce(rule: Rule, site: Site) -> str:
+    """The tensor form may name replica groups (reduced over this rank's own group); the list
+    form reduces over every rank."""
     values = bind_site(site.call_args, ALL_REDUCE)
     if values is None or "reduce_type" not in values or "inputs" not in values:
         return _UNBOUND
-    if reason := _groups(values, "groups"):
-        return reason
     if reduce_op_name(values["reduce_type"]) is None:
         return "a reduce op known only at run time: a person decides"
     inputs = values["inputs"]
     if inputs.form in ("list", "tuple"):  # reduced in place, tensor by tensor
+        if reason := _groups(values, "groups"):
+            return reason
         if site.statement != "expression" or not site.own_line:
             return "a list reduced in place: rewritten only as a call statement of its own line"
         return ""

@@ -86,8 +86,14 @@ def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
             "    _tensor.mul_({scale})\n" if scaled else ""
         )
         return render_statements("for _tensor in {inputs}:\n" + body, t.ctx, holes)
+    groups = values.get("groups")
+    group = ""
+    if groups is not None and not (isinstance(groups, cst.Name) and groups.value == "None"):
+        if not use_helper(t.ctx, "neuron_replica_group"):
+            return None
+        group, holes["groups"] = ", group=neuron_replica_group({groups})", groups
     name, tail = _result_name(t, "_reduced")
-    text = f"{name} = {{inputs}}.clone()\ndist.all_reduce({name}, op={{op}})\n"
+    text = f"{name} = {{inputs}}.clone()\ndist.all_reduce({name}, op={{op}}{group})\n"
     if scaled:
         text += f"{name}.mul_({{scale}})\n"
     return [*_small(render_statements(text, t.ctx, holes)), *tail]
