@@ -107,7 +107,10 @@ def _clean_env() -> dict[str, str]:
     env = dict(os.environ)
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR"):
         env.pop(name, None)
-    env.pop("MASTER_PORT", None)
+    # A free port for the programs that default MASTER_PORT to a fixed one when run as one
+    # process: two runs at once (another checkout's suite) would meet on it. torchrun and the
+    # stand-in's spawn set their own.
+    env["MASTER_PORT"] = str(_free_port())
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
