@@ -148,11 +148,15 @@ def _reference_run(program: Program, processes: int):
     env["PYTHONPATH"] = str(STAND_IN)
     env["CPU_XLA_DEVICES"] = str(processes)
 
+    # run_original (in the stand-in) runs train.py as `python train.py` does and skips the
+    # interpreter teardown that aborts a finished gloo rank now and then.
+    original = ["-m", "run_original", "train.py"]
+
     def once() -> subprocess.CompletedProcess[str]:
         if processes > 1 and program.launcher == "torchrun":
-            argv = [sys.executable, "-m", "torch.distributed.run", *_torchrun()[1:], "train.py"]
+            argv = [sys.executable, "-m", "torch.distributed.run", *_torchrun()[1:], *original]
         else:
-            argv = [sys.executable, "train.py"]
+            argv = [sys.executable, *original]
         return _run([*argv, *program.args], PROGRAMS / program.name, env)
 
     return run_twice_on_exit_abort(once)
