@@ -17,6 +17,9 @@ import torch.distributed as dist
 
 
 def main() -> None:
+    # Whole lines, each one write: the ranks share one pipe, and a block-buffered rank's flush
+    # can split a line of another's (`MASTER done` glued to rank 1's `Epoch 1 train end`).
+    sys.stdout.reconfigure(line_buffering=True)
     program = sys.argv[1]
     sys.argv = sys.argv[1:]
     try:

@@ -11,6 +11,7 @@ from torch_xla.distributed import xla_backend  # noqa: F401  (the 'xla' group)
 
 
 def _worker(index, fn, args, nprocs, port):
+    sys.stdout.reconfigure(line_buffering=True)  # whole lines on the pipe the ranks share
     os.environ.update(
         RANK=str(index),
         LOCAL_RANK=str(index),
