@@ -15,7 +15,7 @@ import pickle
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,15 +93,7 @@ class ResultCache:
             say_once(f"neuron-migrate: the cache in {self._folder} is read-only: read, not written")
             uri = f"{path.as_uri()}?mode=ro"
             return sqlite3.connect(uri, uri=True, check_same_thread=False)
-        try:
-            if not header_writable(path):
-                raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
-            return _connected(path)
-        except sqlite3.DatabaseError as exc:
-            if not damaged(exc):
-                raise
-            discard(path)
-            return _connected(path)
+        return opened_or_remade(path, _connected)
 
     def _rebuilt(self) -> None:
         """Discard a database found damaged while in use, and start an empty one."""
@@ -236,17 +228,9 @@ class ResultCache:
     def store_stat_index(self, name: str, records: bytes) -> None:
         if self.read_only:
             return
-        import sqlite3
-
         entry = sealed.seal(records, name.encode())
         with cache_errors(self._folder, "write"):
-            try:
-                self._store_stat_index(name, entry)
-            except sqlite3.DatabaseError as exc:  # SQLite may find damage only on a write
-                if not damaged(exc):
-                    raise
-                self._rebuilt()
-                self._store_stat_index(name, entry)
+            written_or_rebuilt(lambda: self._store_stat_index(name, entry), self._rebuilt)
 
     def _store_stat_index(self, name: str, entry: bytes) -> None:
         with self._db:
@@ -288,6 +272,36 @@ _DAMAGE_SIGNS = (
     "malformed",
     "unsupported file format",
 )
+
+
+def opened_or_remade(
+    path: Path, connect: Callable[[Path], sqlite3.Connection]
+) -> sqlite3.Connection:
+    """`connect(path)`; a database found damaged on opening is discarded and made afresh."""
+    import sqlite3
+
+    try:
+        if not header_writable(path):
+            raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
+        return connect(path)
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        discard(path)
+        return connect(path)
+
+
+def written_or_rebuilt(write: Callable[[], None], rebuild: Callable[[], None]) -> None:
+    """`write()`; SQLite may find damage only on a write: then `rebuild()`, and write again."""
+    import sqlite3
+
+    try:
+        write()
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        rebuild()
+        write()
 
 
 def header_writable(path: Path) -> bool:

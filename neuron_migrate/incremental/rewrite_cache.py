@@ -54,15 +54,7 @@ class RewriteCache:
             return sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         if self.read_only:
             return _connected(":memory:")
-        try:
-            if not result_cache.header_writable(path):
-                raise sqlite3.DatabaseError("malformed header: SQLite would only read it")
-            return _connected(str(path))
-        except sqlite3.DatabaseError as exc:
-            if not result_cache.damaged(exc):
-                raise
-            result_cache.discard(path)
-            return _connected(str(path))
+        return result_cache.opened_or_remade(path, _connected)
 
     def _rebuilt(self) -> None:
         """Discard a database found damaged while in use, and start an empty one."""
@@ -72,7 +64,7 @@ class RewriteCache:
         if not self.read_only:
             result_cache.discard(path)
         with cache_errors(self.directory, "open"):
-            self._db = _connected(":memory:" if self.read_only else str(path))
+            self._db = _connected(":memory:" if self.read_only else path)
 
     def get_many(self, keys: list[str]) -> dict[str, CachedRewrite]:
         found: dict[str, CachedRewrite] = {}
@@ -108,13 +100,7 @@ class RewriteCache:
             return
         pending, self._pending = self._pending, []
         with cache_errors(self.directory, "write"):
-            try:
-                self._commit(pending)
-            except sqlite3.DatabaseError as exc:  # SQLite may find damage only on a write
-                if not result_cache.damaged(exc):
-                    raise
-                self._rebuilt()
-                self._commit(pending)
+            result_cache.written_or_rebuilt(lambda: self._commit(pending), self._rebuilt)
 
     def _commit(self, pending: list[tuple[str, bytes]]) -> None:
         with self._db:
@@ -127,7 +113,7 @@ class RewriteCache:
             self._db.close()
 
 
-def _connected(path: str) -> sqlite3.Connection:
+def _connected(path: Path | str) -> sqlite3.Connection:
     db = sqlite3.connect(path)
     try:
         db.execute("CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, entry BLOB)")

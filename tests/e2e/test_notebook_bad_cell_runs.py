@@ -5,12 +5,11 @@ cell left out, as it fails alone in Jupyter (a SyntaxError) while the next cells
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.scan.cli_helpers import run_cli
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -24,18 +23,6 @@ CELLS = [
 ]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NEURON_MIGRATE_NO_SERVER": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "neuron_migrate", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_the_cells_that_parse_are_migrated_and_run(tmp_path: Path) -> None:
     notebook = tmp_path / "train.ipynb"
     cells = [
@@ -43,12 +30,12 @@ def test_the_cells_that_parse_are_migrated_and_run(tmp_path: Path) -> None:
         for c in CELLS
     ]
     notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}, indent=1))
-    applied = _cli("rewrite", "--apply", "--no-cache", ".", cwd=tmp_path)
-    assert applied.returncode == 0, applied.stderr
+    code, _, err = run_cli(["rewrite", "--apply", "--no-cache", "."], cwd=str(tmp_path))
+    assert code == 0, err
     sources = [c["source"] for c in json.loads(notebook.read_text())["cells"]]
     assert sources[1] == BAD
     assert "xla_device" not in sources[2] and "mark_step" not in sources[3]
     (tmp_path / "cells.py").write_text("".join(s for i, s in enumerate(sources) if i != 1))
-    ran = _cli("run", "-q", "--", "python", "cells.py", cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    assert "SUM 8.0 neuron" in ran.stdout
+    code, out, err = run_cli(["run", "-q", "--", "python", "cells.py"], cwd=str(tmp_path))
+    assert code == 0, err
+    assert "SUM 8.0 neuron" in out

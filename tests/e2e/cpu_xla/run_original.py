@@ -27,6 +27,12 @@ def main() -> None:
         code = 0
     except SystemExit as exit_:
         code = _exit_code(exit_.code)
+    leave(code)
+
+
+def leave(code: int) -> None:
+    """End this finished process with `code`, its group destroyed and its output flushed, past the
+    interpreter teardown (the stand-in's spawn workers leave this way too)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
     sys.stdout.flush()

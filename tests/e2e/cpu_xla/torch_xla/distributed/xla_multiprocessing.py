@@ -3,8 +3,8 @@
 import os
 import sys
 
-import torch.distributed as dist
 import torch.multiprocessing
+from run_original import leave
 
 from torch_xla.core.xla_model import free_port
 from torch_xla.distributed import xla_backend  # noqa: F401  (the 'xla' group)
@@ -21,18 +21,9 @@ def _worker(index, fn, args, nprocs, port):
         MASTER_PORT=str(port),
     )
     fn(index, *args)
-    _exit_now()
-
-
-def _exit_now():
-    """Leave a finished worker without interpreter teardown: torch 2.13's gloo/TCPStore teardown
-    sometimes aborts a rank that has finished its program ("terminate called without an active
-    exception"), which would fail a reference run that did all its work."""
-    if dist.is_initialized():
-        dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    # torch 2.13's gloo teardown sometimes aborts a rank that has finished its work ("terminate
+    # called without an active exception"): a finished worker leaves past it
+    leave(0)
 
 
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
