@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
 from neuron_migrate.scan.analyzer.scopes import NameModel
 from neuron_migrate.scan.analyzer.sites import find_sites
 
@@ -143,3 +145,20 @@ def test_character_columns_with_non_ascii_source() -> None:
     source = 'name = "é"; import torch_xla.core.xla_model as xm; xm.mark_step()\n'
     call = next(s for s in find_sites(source) if s.kind == "call")
     assert source[call.col : call.end_col] == "xm.mark_step"
+
+
+@pytest.mark.parametrize(
+    ("test", "guarded"),
+    [
+        ("is_torch_xla_available()", True),
+        ("XLA_AVAILABLE", True),
+        ("flags.useTPU", True),
+        ("isNeuronxAvailable()", True),
+        ("args.output_dir", False),  # "output" holds the letters of "tpu", not the word
+        ("config.num_neurons > 0", False),
+    ],
+)
+def test_an_availability_test_is_told_by_whole_words(test: str, guarded: bool) -> None:
+    sites = find_sites(f"if {test}:\n    import torch_xla.core.xla_model as xm\n")
+    imported = next(s for s in sites if s.kind == "import")
+    assert imported.guarded is guarded

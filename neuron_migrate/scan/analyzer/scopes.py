@@ -17,6 +17,7 @@ The scan and the codemod share this model; nothing else resolves names.
 """
 
 import ast
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -190,10 +191,20 @@ def _is_availability_test(test: ast.expr) -> bool:
         else:
             stack.extend(child_nodes(node))
             continue
-        lowered = name.lower()
-        if "xla" in lowered or "neuron" in lowered or "tpu" in lowered:
+        if _ACCELERATOR_WORDS.intersection(_words(name)):
             return True
     return False
+
+
+# Words of a name that make a test about the XLA device's availability: `use_tpu`,
+# `XLA_AVAILABLE`, `isNeuronxAvailable`; whole words, so `output` or `num_neurons` is none.
+_ACCELERATOR_WORDS = frozenset(["xla", "tpu", "tpus", "neuron", "neuronx", "pjrt"])
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _words(name: str) -> list[str]:
+    """`is_torch_xla_available` -> is, torch, xla, available; `useTPU` -> use, tpu."""
+    return [word.lower() for word in _WORD.findall(name)]
 
 
 def _stands_in(value: ast.expr) -> bool:
