@@ -376,6 +376,17 @@ def neuron_device_type():
     return "NEURON" if hasattr(torch, "neuron") and torch.neuron.is_available() else "CPU"
 '''
 
+# XLA's xla:// rendezvous took the ranks from its runtime, one process when the script ran by
+# itself; env:// needs torchrun's variables.
+_INIT_METHOD = '''
+def neuron_init_method():
+    """The rendezvous XLA's xla:// made: torchrun's (env://), or a group of this process alone
+    when the script runs by itself."""
+    if "RANK" in os.environ:
+        return "env://"
+    return "tcp://127.0.0.1:0?rank=0&world_size=1"
+'''
+
 _NOT_MIGRATED = '''
 class NotMigrated:
     """Stands in for a torch_xla name where torch_xla is not installed: the program starts,
@@ -438,6 +449,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_now", _NOW, ()),
         Helper(STAND_IN, _NOT_MIGRATED, ()),
         Helper("neuron_device_type", _DEVICE_TYPE),
+        Helper("neuron_init_method", _INIT_METHOD, ("os",)),
         Helper("neuron_device_mesh", tp_helpers.DEVICE_MESH, ("sys",)),
         Helper("neuron_init_device_mesh", tp_helpers.INIT_DEVICE_MESH, uses=_MESH),
         Helper("neuron_nxd_init", tp_helpers.NXD_INIT),

@@ -995,7 +995,7 @@ class _SiteFinder:
                 # `args.dist_backend`, `cfg["backend"]`: known only at run time, in a module that
                 # registers the 'xla' backend; a person says which backend runs
                 self.idiom("xla-process-group", backend, "xla", guarded)
-            init_method = _keyword(call, "init_method")
+            init_method = _argument(call, 1, "init_method")
             if _string(init_method) in ("xla://", "pjrt://"):
                 assert init_method is not None
                 self.idiom("xla-init-method", init_method, _string(init_method), guarded)

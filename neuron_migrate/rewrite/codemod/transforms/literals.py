@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import LiteralTarget, literal
 from neuron_migrate.rewrite.codemod.templates import (
     add_keyword,
@@ -59,6 +60,39 @@ def _dtype_given(call: cst.Call) -> bool | None:
 def replace_literal(t: LiteralTarget) -> cst.SimpleString | None:
     new = t.rule.rewrite.option("to") if t.rule.rewrite else None
     return replace_value(t.literal, new) if new else None
+
+
+@literal("xla-init-method")
+def xla_init_method(t: LiteralTarget) -> cst.SimpleString | None:
+    """init_method='xla://' -> torchrun's env://, or a group of this process alone where the
+    script runs by itself, as XLA's rendezvous made one (`neuron_init_method`). A call that
+    names its rank or world size, or a URL kept elsewhere than the keyword, gets env://."""
+    env = replace_value(t.literal, "env://")
+    call = t.enclosing_call()
+    if (
+        call is None
+        or _keyword_of(t.parents[-1]) != "init_method"
+        or any(keyword_value(call, name) is not None for name in ("rank", "world_size"))
+        or any(arg.star for arg in call.args)
+        or not use_helper(t.ctx, "neuron_init_method")
+    ):
+        return env
+    helper_call = render("neuron_init_method()", t.ctx)
+    t.deferred.append((call, lambda c: _with_keyword(c, "init_method", helper_call)))
+    return env
+
+
+def _keyword_of(arg: cst.CSTNode) -> str | None:
+    return arg.keyword.value if isinstance(arg, cst.Arg) and arg.keyword is not None else None
+
+
+def _with_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with the value of its `keyword=` argument replaced."""
+    args = [
+        a.with_changes(value=value) if a.keyword is not None and a.keyword.value == keyword else a
+        for a in call.args
+    ]
+    return call.with_changes(args=args)
 
 
 @literal("compile-backend")
