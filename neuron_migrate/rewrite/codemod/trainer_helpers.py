@@ -19,7 +19,7 @@ def neuron_nxd_config(
     lora_config=None,
     mixed_precision_config=None,
 ):
-    """NxD's neuronx_distributed_config: the settings as a dict, with NxD's defaults (ZeRO-1 off,
+    """NxD's trainer config: the settings as a dict, with NxD's defaults (ZeRO-1 off,
     clipping on at a norm of 1.0), and the ("dp", "tp") DeviceMesh made where a process group
     exists, as NxD made its parallel state. Settings with no native counterpart here raise."""
     unsupported = {
