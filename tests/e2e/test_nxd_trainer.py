@@ -37,6 +37,7 @@ STEP = re.compile(
 RELOAD = re.compile(
     r"RELOAD rank=(\d+) step=(\d+) saved=(-?\d+\.\d+) fresh=(-?\d+\.\d+) loaded=(-?\d+\.\d+)"
 )
+CHECKPOINTED = re.compile(r"CHECKPOINTED rank=(\d+) blocks=(\d+)")
 RESUMED = re.compile(r"RESUMED rank=(\d+) step=(\d+) went_on=(-?\d+\.\d+) reloaded=(-?\d+\.\d+)")
 
 
@@ -66,6 +67,10 @@ def _steps(output: str, processes: int, tp_size: int) -> list[tuple[float, float
     assert sorted(by_rank) == list(range(processes)), output
     first = by_rank[0]
     assert first and all(steps == first for steps in by_rank.values()), by_rank
+    # activation_checkpoint_config=Block: both blocks recompute their activations in backward
+    assert CHECKPOINTED.findall(output) and all(
+        blocks == "2" for _, blocks in CHECKPOINTED.findall(output)
+    ), output
     _check_reload(output, processes)
     return first
 
