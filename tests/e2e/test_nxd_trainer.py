@@ -116,14 +116,18 @@ def test_tensor_parallel_trainer_keeps_the_math_and_reloads(migrated, reference,
 
 
 @pytest.mark.parametrize("zero1", [False, True], ids=["dp", "zero1"])
-def test_data_parallel_trainer_keeps_the_whole_batch_math(migrated, reference, zero1) -> None:
-    """Tensor-parallel size 1 on two ranks: two data-parallel ranks, each on half the batch, print
-    the losses and norms of the original on one process with the whole batch. Without ZeRO-1 the
-    optimizer's step() averages the gradients over "dp"; with it, step() leaves them to
-    fully_shard (FSDP2), so equal losses show its reduction ran."""
-    args = ("--tensor-parallel-size", "1", *(("--zero1",) if zero1 else ()))
+def test_data_beside_tensor_parallel_trainer_keeps_the_whole_batch_math(
+    migrated, reference, zero1
+) -> None:
+    """Four ranks at tensor-parallel size 2: two data-parallel ranks of each tensor-parallel
+    rank, each on half the batch, print the losses and norms of the original on one process with
+    the whole batch. Without ZeRO-1 the optimizer's step() averages the gradients' local parts
+    over "dp" (over every rank it would mix different shards); with it, step() leaves them to
+    fully_shard (FSDP2 over "dp", beside the "tp" sharding), so equal losses show its reduction
+    ran."""
+    args = ("--tensor-parallel-size", "2", *(("--zero1",) if zero1 else ()))
     program = Program(TRAINER.name, TRAINER.launcher, args, complete=True)
-    done = _migrated_run(migrated, program, 2)
+    done = _migrated_run(migrated, program, 4)
     said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
     assert done.returncode == 0, said
-    _close(_steps(done.stdout, 2, 1), reference, said)
+    _close(_steps(done.stdout, 4, 2), reference, said)
