@@ -79,6 +79,25 @@ def test_checkpoint_calls_become_torch_distributed_checkpoint_under_each_import(
     assert _statuses(source) == [("NM851", "rewritten")] * 3
 
 
+def test_save_checkpoint_passed_to_a_step_closure_becomes_the_helper() -> None:
+    """NxD's Llama example saves from a step closure, its arguments positional: the helper has
+    NxD's signature, so the function passed around becomes the helper (and the closure, run at
+    once on the native device, a call of it)."""
+    source = (
+        "import neuronx_distributed as nxd\n"
+        "import torch_xla.core.xla_model as xm\n\n"
+        "def save(flags, model, optimizer, scheduler, step):\n"
+        "    xm.add_step_closure(\n"
+        "        nxd.save_checkpoint,\n"
+        '        (flags.dir, "last", model, optimizer, scheduler, {"step": step}, 8, True, 2),\n'
+        "    )\n"
+    )
+    new = rewrite_source(source).new
+    call = 'neuron_save_checkpoint(flags.dir, "last", model, optimizer, scheduler, {"step": step}'
+    assert call in new and "def neuron_save_checkpoint(" in new and "nxd." not in new
+    assert ("NM851", "rewritten") in _statuses(source)
+
+
 def test_finalize_checkpoint_becomes_a_helper_that_waits_for_nothing() -> None:
     source = "import neuronx_distributed as nxd\n\nnxd.finalize_checkpoint()\n"
     new = rewrite_source(source).new
@@ -112,6 +131,8 @@ def test_config_settings_with_no_native_counterpart_stay_marked(arguments) -> No
         ("initialize_parallel_model(config, model_fn)", "rewritten"),
         ("initialize_parallel_model(config, model_fn, True, flags)", "rewritten"),
         ("initialize_parallel_model(config, model_fn, include_buffers=False)", "rewritten"),
+        # NxD's own examples: `include_buffers = True` and the name passed third
+        ("initialize_parallel_model(config, model_fn, include_buffers, flags)", "rewritten"),
         # the model's argument in NxD before include_buffers, include_buffers after it
         ("initialize_parallel_model(config, model_fn, flags)", "marked"),
         ("initialize_parallel_model(config, *args)", "marked"),

@@ -182,14 +182,14 @@ def neuron_checkpoint_tags(checkpoint_dir):
 '''
 
 HAS_CHECKPOINT = '''
-def neuron_has_checkpoint(checkpoint_dir):
-    """NxD's has_checkpoint: whether a finished checkpoint is under checkpoint_dir."""
-    return len(neuron_checkpoint_tags(checkpoint_dir)) > 0
+def neuron_has_checkpoint(checkpoint_dir_str):
+    """NxD's has_checkpoint: whether a finished checkpoint is under checkpoint_dir_str."""
+    return len(neuron_checkpoint_tags(checkpoint_dir_str)) > 0
 '''
 
 SAVE_CHECKPOINT = '''
 def neuron_save_checkpoint(
-    checkpoint_dir,
+    checkpoint_dir_str,
     tag,
     model=None,
     optimizer=None,
@@ -203,7 +203,7 @@ def neuron_save_checkpoint(
 ):
     """NxD's save_checkpoint with torch.distributed.checkpoint: the model's and the optimizer's
     state (get_state_dict: every rank writes its shards, whole tensors once) under
-    checkpoint_dir/tag, the scheduler and user_content beside it from rank 0, then `done`; at
+    checkpoint_dir_str/tag, the scheduler and user_content beside it from rank 0, then `done`; at
     most num_kept_ckpts finished checkpoints kept. Saved at once (async_save too): NxD's
     finalize_checkpoint has nothing left to wait for. num_workers and use_xser were NxD's file
     layout."""
@@ -212,7 +212,7 @@ def neuron_save_checkpoint(
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
 
-    path = os.path.join(checkpoint_dir, str(tag))
+    path = os.path.join(checkpoint_dir_str, str(tag))
     rank = torch.distributed.get_rank()
     optimizer = getattr(optimizer, "optimizer", optimizer)  # NeuronNxDOptimizer's own
     state = {}
@@ -236,10 +236,10 @@ def neuron_save_checkpoint(
     if rank == 0:
         with open(os.path.join(path, "done"), "w") as done:
             done.write("1")
-        tags = neuron_checkpoint_tags(checkpoint_dir)
+        tags = neuron_checkpoint_tags(checkpoint_dir_str)
         if num_kept_ckpts is not None and num_kept_ckpts != -1:
             for old in tags[: max(len(tags) - num_kept_ckpts, 0)]:
-                shutil.rmtree(os.path.join(checkpoint_dir, old))
+                shutil.rmtree(os.path.join(checkpoint_dir_str, old))
     torch.distributed.barrier()
 '''
 

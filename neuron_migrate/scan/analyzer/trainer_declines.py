@@ -103,11 +103,15 @@ def _config(args: tuple[Arg, ...]) -> str:
 def _parallel_model(args: tuple[Arg, ...]) -> str:
     """(nxd_config, model_fn, include_buffers=False, *model_args, **model_kwargs) since NxD
     added include_buffers; before, the third positional argument was the model function's. A
-    literal bool there is include_buffers; anything else could be either."""
+    literal bool there is include_buffers, and so is a name `include_buffers` (NxD's own
+    examples pass one); anything else could be either."""
     positional = [a for a in args if a.keyword is None]
     if any(a.keyword == STAR for a in args) or len(positional) < 2:
         return _UNBOUND
-    if len(positional) > 2 and not positional[2].is_literal("True", "False"):
+    third = positional[2] if len(positional) > 2 else None
+    if third is not None and not (
+        third.is_literal("True", "False") or third.text == "include_buffers"
+    ):
         return (
             "the third argument is include_buffers in newer NxD and the model function's first "
             "argument in older NxD: pass include_buffers=False and the model's arguments after it"
