@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_migrate.rewrite.codemod.engine import rewrite_source
-from neuron_migrate.rewrite.codemod.trainer_helpers import NXD_CONFIG
+from neuron_migrate.rewrite.codemod.trainer_helpers import NXD_CONFIG, PARALLEL_MODEL
 
 TRAINER = """\
 import torch
@@ -170,3 +170,14 @@ def test_the_config_helper_keeps_nxds_defaults_and_refuses_meta_device_init() ->
     assert "max_grad_norm" not in off["optimizer_config"]
     with pytest.raises(NotImplementedError, match="meta_device_init"):
         namespace["neuron_nxd_config"](model_init_config={"meta_device_init": True})
+
+
+def test_the_model_helper_refuses_settings_a_config_of_nxds_own_may_hold() -> None:
+    """A config NxD's own function made (its call left marked) may reach the helper: settings
+    with no native counterpart there raise before any model is built."""
+    torch = pytest.importorskip("torch")
+    namespace = {"torch": torch}
+    exec(PARALLEL_MODEL, namespace)
+    config = {"sequence_parallel": True, "model_init_config": {"meta_device_init": True}}
+    with pytest.raises(NotImplementedError, match="sequence_parallel.*meta_device_init"):
+        namespace["neuron_parallel_model"](config, lambda: pytest.fail("built"), False)

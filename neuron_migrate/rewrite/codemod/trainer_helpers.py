@@ -62,6 +62,15 @@ def neuron_parallel_model(nxd_config, model_fn, include_buffers=False, *model_ar
     (torch.utils.checkpoint, non-reentrant); with ZeRO-1 on, fully_shard (FSDP2) shards the
     parameters, gradients and optimizer state over the "dp" dimension. include_buffers only
     mattered to NxD's meta-device init."""
+    init = nxd_config.get("model_init_config") or {}
+    unsupported = {  # a config NxD's own function made may hold them
+        "pipeline_parallel_size": nxd_config.get("pipeline_parallel_size", 1) != 1,
+        "sequence_parallel": bool(nxd_config.get("sequence_parallel")),
+        "meta_device_init": bool(init.get("meta_device_init")),
+    }
+    asked = [name for name, on in unsupported.items() if on]
+    if asked:
+        raise NotImplementedError(f"NxD settings with no native counterpart here: {asked}")
     try:
         mesh = neuron_device_mesh()
     except RuntimeError:
