@@ -38,6 +38,7 @@ RELOAD = re.compile(
     r"RELOAD rank=(\d+) step=(\d+) saved=(-?\d+\.\d+) fresh=(-?\d+\.\d+) loaded=(-?\d+\.\d+)"
 )
 CHECKPOINTED = re.compile(r"CHECKPOINTED rank=(\d+) blocks=(\d+)")
+KEPT = re.compile(r"KEPT rank=(\d+) tags=(.*)")
 RESUMED = re.compile(r"RESUMED rank=(\d+) step=(\d+) went_on=(-?\d+\.\d+) reloaded=(-?\d+\.\d+)")
 
 
@@ -46,7 +47,7 @@ def migrated(tmp_path_factory) -> Path:
     tree, summary = _migrate(tmp_path_factory.mktemp("trainer"), TRAINER)
     assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
     assert summary["rules"]["NM850"] == {"rewritten": 3}, summary
-    assert summary["rules"]["NM851"] == {"rewritten": 2}, summary
+    assert summary["rules"]["NM851"] == {"rewritten": 4}, summary
     return tree
 
 
@@ -76,9 +77,14 @@ def _steps(output: str, processes: int, tp_size: int) -> list[tuple[float, float
 
 
 def _check_reload(output: str, processes: int) -> None:
-    """The fresh model differed from the saved one, and after load_checkpoint its output is the
-    saved model's (its parameters came back); two more steps of each give the same losses (the
-    optimizer's state came back too: AdamW's second step depends on it)."""
+    """The fresh model differed from the saved one, and after load_checkpoint (no tag: the newest
+    finished checkpoint) its output is the saved model's (its parameters came back); two more
+    steps of each give the same losses (the optimizer's state came back too: AdamW's second
+    step depends on it)."""
+    # a checkpoint after each of the 3 steps, the last two kept (num_kept_ckpts=2)
+    kept = KEPT.findall(output)
+    assert sorted(int(r) for r, _ in kept) == list(range(processes)), output
+    assert all(tags.split() == ["step2", "step3"] for _, tags in kept), output
     reloads = RELOAD.findall(output)
     assert sorted(int(r[0]) for r in reloads) == list(range(processes)), output
     for _rank, _step, saved, fresh, loaded in reloads:

@@ -1,9 +1,11 @@
 """NxD's checkpoints (trainer/checkpoint.py) in its layout: checkpoint_dir/tag/model and /optim
 with one torch.save file per tensor-parallel rank (written by the first rank of each
 data-parallel group), user_content.pt from rank 0, and a `done` file once every rank has
-written; without a tag, load_checkpoint takes the newest finished one."""
+written, the oldest finished tags beyond num_kept_ckpts removed; without a tag, load_checkpoint
+takes the newest finished one. Saves are synchronous (NxD's async_save only changes when)."""
 
 import os
+import shutil
 
 import torch
 import torch.distributed as dist
@@ -64,6 +66,10 @@ def save_checkpoint(
     if dist.get_rank() == 0:
         with open(os.path.join(path, "done"), "w") as done:
             done.write("1")
+        tags = _done_tags(checkpoint_dir_str)
+        if num_kept_ckpts is not None and num_kept_ckpts != -1:
+            for old in tags[: max(len(tags) - num_kept_ckpts, 0)]:
+                shutil.rmtree(os.path.join(checkpoint_dir_str, old))
     dist.barrier()
 
 
