@@ -67,6 +67,8 @@ def neuron_parallel_model(nxd_config, model_fn, include_buffers=False, *model_ar
         "pipeline_parallel_size": nxd_config.get("pipeline_parallel_size", 1) != 1,
         "sequence_parallel": bool(nxd_config.get("sequence_parallel")),
         "meta_device_init": bool(init.get("meta_device_init")),
+        # NxD re-initialised every module with it after model_fn, each rank its own part
+        "param_init_fn": init.get("param_init_fn") is not None,
     }
     asked = [name for name, on in unsupported.items() if on]
     if asked:
