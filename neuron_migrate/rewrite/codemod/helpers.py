@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.rewrite.codemod import tp_helpers
+from neuron_migrate.rewrite.codemod import tp_helpers, trainer_helpers
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 
@@ -411,6 +411,25 @@ _SIZED = ("neuron_world_size",)
 _GRADS = ("neuron_world_size", "neuron_local_grads")
 _MESH = ("neuron_device_mesh",)
 _LAYER = ("neuron_device_mesh", "neuron_nxd_init")
+# NxD's config-based trainer (trainer_helpers.py)
+_NEW_MESH = ("neuron_device_mesh", "neuron_init_device_mesh")
+_TAGS = ("neuron_checkpoint_tags",)
+_TRAINER = (
+    Helper("neuron_nxd_config", trainer_helpers.NXD_CONFIG, uses=_NEW_MESH),
+    Helper("neuron_parallel_model", trainer_helpers.PARALLEL_MODEL, uses=_NEW_MESH),
+    Helper("NeuronNxDOptimizer", trainer_helpers.NXD_OPTIMIZER, uses=_MESH),
+    Helper(
+        "neuron_parallel_optimizer",
+        trainer_helpers.PARALLEL_OPTIMIZER,
+        (),
+        ("NeuronNxDOptimizer", *_MESH),
+    ),
+    Helper("neuron_checkpoint_tags", trainer_helpers.CHECKPOINT_TAGS, ("os",)),
+    Helper("neuron_has_checkpoint", trainer_helpers.HAS_CHECKPOINT, (), _TAGS),
+    Helper("neuron_save_checkpoint", trainer_helpers.SAVE_CHECKPOINT, ("os", "torch"), _TAGS),
+    Helper("neuron_load_checkpoint", trainer_helpers.LOAD_CHECKPOINT, ("os", "torch"), _TAGS),
+    Helper("neuron_finalize_checkpoint", trainer_helpers.FINALIZE_CHECKPOINT, ()),
+)
 
 HELPERS: dict[str, Helper] = {
     h.name: h
@@ -461,6 +480,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_scatter_to_tp_region", tp_helpers.SCATTER_TO_REGION, uses=_MESH),
         Helper("neuron_gather_from_tp_region", tp_helpers.GATHER_FROM_REGION, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
+        *_TRAINER,
     )
 }
 

@@ -21,6 +21,7 @@ from neuron_migrate.scan.analyzer.arguments import (
     is_none,
 )
 from neuron_migrate.scan.analyzer.sites import API_ROOTS, Site
+from neuron_migrate.scan.analyzer.trainer_declines import nxd_trainer
 
 # The signatures the transforms bind a call's arguments to (torch_xla's, by parameter name).
 ALL_REDUCE = ("reduce_type", "inputs", "scale", "groups", "pin_layout")
@@ -563,5 +564,6 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "nxd-mesh-query": nxd_mesh_query,
     "nxd-parallel-linear": nxd_parallel_linear,
     "nxd-parallel-embedding": nxd_parallel_embedding,
+    "nxd-trainer": nxd_trainer,
     "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

@@ -34,7 +34,7 @@ def takes_reference(rule: Rule) -> bool:
     rewrite = rule.rewrite
     return (
         rewrite is not None
-        and rewrite.transform == "helper-call"
+        and rewrite.transform in ("helper-call", "nxd-trainer")
         and rewrite.option("references") == "helper"
     )
 

@@ -8,5 +8,6 @@ from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported
     legacy,
     literals,
     nxd,
+    nxd_trainer,
     steps,
 )

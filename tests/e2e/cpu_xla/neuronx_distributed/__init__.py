@@ -4,4 +4,13 @@ group, written for the tests from the public source of aws-neuron/neuronx-distri
 defaults, weight initialisation, and which collective each layer runs forward and backward).
 """
 
-from neuronx_distributed import parallel_layers, utils  # noqa: F401
+from neuronx_distributed import parallel_layers, trainer, utils  # noqa: F401
+from neuronx_distributed.trainer import (  # noqa: F401
+    finalize_checkpoint,
+    has_checkpoint,
+    initialize_parallel_model,
+    initialize_parallel_optimizer,
+    load_checkpoint,
+    neuronx_distributed_config,
+    save_checkpoint,
+)
