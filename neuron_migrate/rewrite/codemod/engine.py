@@ -18,15 +18,18 @@ from neuron_migrate.rewrite.codemod.imports import (
     own_helpers,
 )
 from neuron_migrate.rewrite.codemod.left_markers import left_markers, marker_codes
+from neuron_migrate.rewrite.codemod.long_lines import long_line_proxy
+from neuron_migrate.rewrite.codemod.outline import OutlineError, outline
 from neuron_migrate.rewrite.codemod.output import Printer, printed_checked
 from neuron_migrate.rewrite.codemod.own_inits import guard_own_inits, init_lines
 from neuron_migrate.rewrite.codemod.refused import mark_refused_ops
-from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed
+from neuron_migrate.rewrite.codemod.results import Outcome, RewriteFailed, StatementTooLarge
 from neuron_migrate.rewrite.codemod.sites_index import RuledSite, SiteIndex, Suppressed
 from neuron_migrate.rewrite.codemod.skeleton import parse_printed
 from neuron_migrate.rewrite.codemod.spansets import SourceText
 from neuron_migrate.rewrite.codemod.tp_owners import LAYER_RULES, owner_lines, replicate_unsharded
 from neuron_migrate.rewrite.codemod.transformer import RuleTransformer
+from neuron_migrate.rewrite.codemod.trim import largest_parsed
 from neuron_migrate.rewrite.codemod.wrapped import wraps_on_some_paths_only
 from neuron_migrate.ruleset import RuleSet, load_ruleset
 from neuron_migrate.scan.analyzer.availability import (
@@ -39,6 +42,7 @@ from neuron_migrate.scan.analyzer.sites import Site, find_sites
 
 __all__ = ["RewriteFailed", "SourceRewrite", "rewrite_source"]
 
+_XLA_MENTIONS = "torch_xla|neuronx_distributed|torch_neuronx"
 # A transform's bug: an output that does not parse, or a node libcst refuses to build (its
 # CSTValidationError is a SyntaxError, which is not the file's).
 _TRANSFORM_BUGS = (RewriteFailed, cst.CSTValidationError)
@@ -98,6 +102,7 @@ def rewrite_source(
         )
         return replace(done, old=source, new=done.new.replace("\n", "\r\n"))
     ruleset = ruleset or load_ruleset()
+    _refuse_from_proxy(source, ruleset, target, line)
     tree = ast.parse(source)
     sites = settle_meanings(find_sites(source, tree), ruleset)
     if line is not None:
@@ -124,6 +129,36 @@ def rewrite_source(
             for r in sorted(culprits, key=lambda r: r.site.span)
         )
         return replace(result, refused=refused)
+
+
+def _refuse_from_proxy(source: str, ruleset: RuleSet, target: str | None, line: int | None) -> None:
+    """Raise the StatementTooLarge the rewrite of `source` would, when its long-line proxy
+    (`long_lines.py`) shows it without the module's whole tree: a statement refused for a
+    line with blanks. Returns in every other case, for the module to be analysed whole."""
+    proxy = long_line_proxy(source, largest_parsed())
+    if proxy is None:
+        return
+    try:
+        tree = ast.parse(proxy.text)
+    except SyntaxError:
+        return
+    if not proxy.readable(tree):
+        return
+    sites = settle_meanings(find_sites(proxy.text, tree), ruleset)
+    if line is not None:
+        sites = [site for site in sites if site.kind == "import" or site.line == line]
+    index = SiteIndex(sites, ruleset, Suppressed.of(proxy.text))
+    if not index:
+        return
+    mark_refused_ops(index, proxy.text, sites, ruleset, target)
+    mentions = SourceText(proxy.text).occurrences(_XLA_MENTIONS).lines()
+    try:
+        outline(proxy.text, tree, _site_lines(tree, index, ruleset), mentions)
+    except OutlineError:
+        return
+    except StatementTooLarge as exc:
+        if proxy.holds(exc.first, exc.last) and proxy.blanked_parse():
+            raise
 
 
 def _crlf_only(source: str) -> bool:
@@ -163,6 +198,17 @@ def _culprits(
     return culprits
 
 
+def _site_lines(tree: ast.Module, index: SiteIndex, ruleset: RuleSet) -> set[int]:
+    """The lines whose statements the passes must see for what they do there."""
+    site_lines = index.lines()
+    if _launches(index, ruleset):  # its own init_process_group calls may be guarded
+        site_lines |= init_lines(index.call_qualnames)
+    # where a module that owns a parallel layer ends its __init__, a call is added
+    layers = [name for code in LAYER_RULES for name in ruleset.get(code).match.qualnames]
+    site_lines |= owner_lines(tree, index.call_qualnames, layers)
+    return site_lines
+
+
 def _rewrite(
     source: str,
     tree: ast.Module,
@@ -182,15 +228,10 @@ def _rewrite(
         return SourceRewrite(source, source, tuple(left_markers(source, (), ruleset)))
     mark_refused_ops(index, source, sites, ruleset, target)
     text = SourceText(source)
-    xla_mentions = text.occurrences("torch_xla|neuronx_distributed|torch_neuronx")
+    xla_mentions = text.occurrences(_XLA_MENTIONS)
     # Statements without a site are opaque to libcst: parsed as a placeholder, printed as they
     # were, never entered by the passes below.
-    site_lines = index.lines()
-    if _launches(index, ruleset):  # its own init_process_group calls may be guarded
-        site_lines |= init_lines(index.call_qualnames)
-    # where a module that owns a parallel layer ends its __init__, a call is added
-    layers = [name for code in LAYER_RULES for name in ruleset.get(code).match.qualnames]
-    site_lines |= owner_lines(tree, index.call_qualnames, layers)
+    site_lines = _site_lines(tree, index, ruleset)
     module, where = parse_printed(source, tree, site_lines, xla_mentions.lines())
     top_level = frozenset(module.body)
     bindings, taken = module_bindings(module)

@@ -19,7 +19,9 @@ class StatementTooLarge(Exception):
     """A statement that holds a site is longer, with its site-less parts cut out, than the
     rewrite hands libcst at once (`codemod.trim`): the file is left as it was."""
 
-    def __init__(self, line: int, size: int, limit: int) -> None:
+    def __init__(self, line: int, size: int, limit: int, last: int | None = None) -> None:
+        self.first = line
+        self.last = line if last is None else last  # the statement's last line
         super().__init__(
             f"not rewritten: the statement at line {line} holds torch_xla uses in {size:,} "
             f"characters of code, its parts without any left out, over the {limit:,} the "

@@ -79,7 +79,7 @@ def trimmed(
     limit = largest_parsed()
     if not spans:
         if limit and size > limit:
-            raise StatementTooLarge(first, size, limit)
+            raise StatementTooLarge(first, size, limit, last)
         return None
     starts = [0]
     for number in range(first - 1, last):
@@ -104,7 +104,7 @@ def trimmed(
     names = sum(len(name) for name in pieces)
     cost = len(kept) - names + PLACEHOLDER_COST * len(pieces)  # what libcst pays for
     if limit and cost > limit:
-        raise StatementTooLarge(first, cost, limit)
+        raise StatementTooLarge(first, cost, limit, last)
     return kept, pieces
 
 
