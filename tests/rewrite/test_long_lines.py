@@ -133,6 +133,8 @@ UNREAD = {
     "a target": HEADER + f"[{calls('a')}] = xm.xla_device()\n",
     # Names bound in the line by something else than a repeat are kept.
     "a name bound in the line": HEADER + f"x = [xm.xla_device(), (xm := 3), {calls('xm.a()')}]\n",
+    "an import": HEADER + f"from torch_xla import (core, {calls('1')})\n",
+    "a pattern": HEADER + f"match y:\n    case ([z, z], 1): x = [{calls('xm.xla_device()')}]\n",
     "a comprehension": HEADER + f"x = [[xm.xla_device(), {calls('1')}] for xm in y]\n",
     "a lambda": HEADER + f"x = [lambda xm, q: 0, {calls('xm.xla_device()')}]\n",
 }

@@ -68,11 +68,14 @@ class Proxy:
         return any(first <= row <= last for row in self.rows)
 
     def readable(self, tree: ast.Module) -> bool:
-        """Whether `tree` (the proxy's) has no list or tuple target on a line with blanks: there
-        a blanked element could bind a name or be an error (`[a, 1] = b`)."""
+        """Whether `tree` (the proxy's) has no list or tuple target and no `case` pattern on a
+        line with blanks: there a blanked element could bind a name or be an error
+        (`[a, 1] = b`, `case [x, x]:`)."""
         return not any(
-            isinstance(node, ast.List | ast.Tuple)
-            and not isinstance(node.ctx, ast.Load)
+            (
+                isinstance(node, ast.pattern)
+                or (isinstance(node, ast.List | ast.Tuple) and not isinstance(node.ctx, ast.Load))
+            )
             and self.holds(node.lineno, node.end_lineno or node.lineno)
             for node in ast.walk(tree)
         )
@@ -234,8 +237,8 @@ def _is_display(opening: str, previous: tokenize.TokenInfo | None) -> bool:
     closing bracket or a string (a call or subscript of their value)."""
     if opening == "{" or previous is None:
         return True
-    if previous.type == tokenize.NAME:
-        return keyword.iskeyword(previous.string)
+    if previous.type == tokenize.NAME:  # (`import (a, b)`: names, not a tuple)
+        return keyword.iskeyword(previous.string) and previous.string != "import"
     if previous.type == tokenize.OP:
         return previous.string not in (")", "]", "}")
     return previous.type not in (tokenize.STRING, _FSTRING_END, tokenize.NUMBER)
