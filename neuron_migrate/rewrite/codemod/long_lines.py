@@ -121,11 +121,10 @@ class _Unfollowed(Exception):
     """A token stream this module does not follow (an error token, unbalanced brackets)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Frame:
     """An open bracket, and the element being read at its depth."""
 
-    row: int
     display: bool  # a display (not a call's or a subscript's bracket)
     opening: str
     elements: bool = True  # its commas separate elements (see _NOT_ELEMENTS)
@@ -141,7 +140,7 @@ class _Frame:
     runs: list[list[int]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Walk:
     lines: list[str]
     long: frozenset[int]
@@ -167,7 +166,7 @@ class _Walk:
         text = token.string
         if kind == tokenize.OP and text in _CLOSING:
             self._read(token, named=False)
-            self.stack.append(_Frame(token.start[0], _is_display(text, previous), text))
+            self.stack.append(_Frame(_is_display(text, previous), text))
         elif kind == tokenize.OP and text in ")]}":
             if not self.stack or _CLOSING[self.stack[-1].opening] != text:
                 raise _Unfollowed(text)
