@@ -109,7 +109,7 @@ def test_what_a_plan_cannot_say_stays_marked_and_its_owner_is_left_alone() -> No
         "class MLP(torch.nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        "        self.a = ColumnParallelLinear(8, 8, sequence_parallel_enabled=True)\n"
+        "        self.a = ColumnParallelLinear(8, 8, keep_master_weight=True)\n"
         "        self.b = RowParallelLinear(8, 8, skip_bias_add=True)\n"
         "        self.c = ColumnParallelLinear(8, 24, stride=3)\n"
         "        self.d = RowParallelLinear(8, 8, pad=True)\n"
@@ -118,7 +118,7 @@ def test_what_a_plan_cannot_say_stays_marked_and_its_owner_is_left_alone() -> No
     assert _statuses(source) == [("NM838", "marked")] * 5
     new = rewrite_source(source).new
     assert "neuron_replicate_unsharded" not in new
-    assert "sequence" not in new.split("class MLP")[0]  # no helper added for a marked layer
+    assert "def neuron_" not in new.split("class MLP")[0]  # no helper added for a marked layer
 
 
 def test_a_module_built_of_owners_replicates_too_and_an_early_return_is_left_alone() -> None:
@@ -223,7 +223,7 @@ def test_region_functions_become_redistributions_and_other_signatures_stay_marke
         "a = mappings.reduce_from_tensor_model_parallel_region(y)\n"
         "b = gather_from_tensor_model_parallel_region(input_=y)\n"
         "c = mappings.gather_from_tensor_model_parallel_region(y, dim=0)\n"
-        "d = mappings.gather_from_sequence_parallel_region(y)\n"
+        "d = mappings.gather_from_tensor_model_parallel_region_with_dim(y, 1)\n"
     )
     assert _statuses(source) == [
         ("NM840", "rewritten"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.rewrite.codemod import tp_helpers, trainer_helpers
+from neuron_migrate.rewrite.codemod import sp_helpers, tp_helpers, trainer_helpers
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 
@@ -430,6 +430,8 @@ _TRAINER = (
     Helper("neuron_load_checkpoint", trainer_helpers.LOAD_CHECKPOINT, ("os", "torch"), _TAGS),
     Helper("neuron_finalize_checkpoint", trainer_helpers.FINALIZE_CHECKPOINT, ()),
 )
+_SP_COLUMN = (*_LAYER, "neuron_column_parallel")
+_SP_ROW = (*_LAYER, "neuron_row_parallel")
 
 HELPERS: dict[str, Helper] = {
     h.name: h
@@ -481,6 +483,14 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_gather_from_tp_region", tp_helpers.GATHER_FROM_REGION, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
         *_TRAINER,
+        Helper("neuron_column_parallel_sp", sp_helpers.COLUMN_PARALLEL_SP, uses=_SP_COLUMN),
+        Helper("neuron_row_parallel_sp", sp_helpers.ROW_PARALLEL_SP, uses=_SP_ROW),
+        Helper("neuron_sequence_parallel_norm", sp_helpers.SEQUENCE_PARALLEL_NORM, uses=_MESH),
+        Helper("neuron_scatter_to_sp_region", sp_helpers.SCATTER_TO_SP_REGION, uses=_MESH),
+        Helper("neuron_gather_from_sp_region", sp_helpers.GATHER_FROM_SP_REGION, uses=_MESH),
+        Helper(
+            "neuron_reduce_scatter_to_sp_region", sp_helpers.REDUCE_SCATTER_TO_SP_REGION, uses=_MESH
+        ),
     )
 }
 

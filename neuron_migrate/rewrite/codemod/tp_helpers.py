@@ -81,8 +81,12 @@ REPLICATE_UNSHARDED = '''
 def neuron_replicate_unsharded(module):
     """The parameters NxD left whole (a LayerNorm, a plain nn.Linear) as DTensors replicated
     over the mesh's "tp" dimension: optimizers and clip_grad_norm_ take no mix of plain tensors
-    and DTensors. Such a submodule takes plain tensors and gives plain tensors as before."""
+    and DTensors. Such a submodule takes plain tensors and gives plain tensors as before. One
+    whose parameters carry NxD's sequence_parallel_enabled mark (a norm on the rank's part of
+    the sequence) gets SequenceParallel, which sums their gradients over the ranks as NxD's
+    allreduce_sequence_parallel_gradients did."""
     from torch.distributed.tensor import DTensor, Replicate, distribute_module
+    from torch.distributed.tensor.parallel import SequenceParallel, parallelize_module
 
     def replicated(_module, inputs, mesh):
         return tuple(
@@ -101,7 +105,10 @@ def neuron_replicate_unsharded(module):
     for submodule in list(module.modules()):
         own = list(submodule.parameters(recurse=False))
         if own and not any(isinstance(p, DTensor) for p in own):
-            distribute_module(submodule, mesh, input_fn=replicated, output_fn=local)
+            if any(getattr(p, "sequence_parallel_enabled", False) for p in own):
+                parallelize_module(submodule, mesh, SequenceParallel(sequence_dim=0))
+            else:
+                distribute_module(submodule, mesh, input_fn=replicated, output_fn=local)
     return module
 '''
 

@@ -96,6 +96,7 @@ _PARALLEL_LINEAR_OPTIONS = (
     "stride",
     "init_method",
     "sequence_parallel_enabled",
+    "sequence_dimension",
     "keep_master_weight",
     "skip_bias_add",
     "pad",
@@ -130,12 +131,17 @@ PARALLEL_EMBEDDING = (
     "shard_across_embedding",
     "pad",
 )
+# NxD's LayerNorm (parallel_layers.layer_norm): torch.nn.LayerNorm's own, and the flag.
+NXD_LAYER_NORM = (
+    "normalized_shape",
+    "eps",
+    "elementwise_affine",
+    "device",
+    "dtype",
+    "sequence_parallel_enabled",
+)
 # A layer option whose other values the plan has no equivalent for, and why.
 _PARALLEL_LINEAR_DECLINED = {
-    "sequence_parallel_enabled": (
-        "sequence parallelism: SequenceParallel() on the norms and Shard(1) layouts on the "
-        "styles; a person decides"
-    ),
     "skip_bias_add": "the bias returned beside the output: a person decides",
     "pad": "a padded partition: a person decides",
     "keep_master_weight": "the full master weight kept beside the shard: a person decides",
@@ -530,10 +536,22 @@ def nxd_parallel_linear(rule: Rule, site: Site) -> str:
     stride = values.get("stride")
     if stride is not None and not stride.is_literal("1"):
         return "a strided partition (fused weights): a person decides"
+    sequence_parallel = values.get("sequence_parallel_enabled")
+    helper = rule.rewrite.option(f"{name}.sequence_parallel") if rule.rewrite else None
+    if sequence_parallel is not None and not sequence_parallel.is_literal("False") and not helper:
+        return "sequence parallelism: a person decides"
     for option, why in _PARALLEL_LINEAR_DECLINED.items():
         value = values.get(option)
         if value is not None and not value.is_literal("False"):
             return why
+    return ""
+
+
+def nxd_layer_norm(rule: Rule, site: Site) -> str:
+    """NxD's LayerNorm: its arguments bind to its signature, the shape given."""
+    values = bind_site(site.call_args, NXD_LAYER_NORM)
+    if values is None or "normalized_shape" not in values:
+        return _UNBOUND
     return ""
 
 
@@ -565,5 +583,6 @@ DECLINES: dict[str, Callable[[Rule, Site], str]] = {
     "nxd-parallel-linear": nxd_parallel_linear,
     "nxd-parallel-embedding": nxd_parallel_embedding,
     "nxd-trainer": nxd_trainer,
+    "nxd-layer-norm": nxd_layer_norm,
     "unwrap-step-context": lambda rule, site: "" if site.statement == "with" else _WITH,
 }

@@ -8,6 +8,7 @@ from neuron_migrate.rewrite.codemod.transforms import (  # noqa: F401  (imported
     legacy,
     literals,
     nxd,
+    nxd_sp,
     nxd_trainer,
     steps,
 )

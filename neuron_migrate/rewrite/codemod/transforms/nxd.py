@@ -10,6 +10,7 @@ from neuron_migrate.rewrite.codemod.helpers import use_helper
 from neuron_migrate.rewrite.codemod.targets import CallTarget, expression
 from neuron_migrate.rewrite.codemod.templates import bound_arguments, last_component, render
 from neuron_migrate.rewrite.codemod.transforms._build import keyword, with_commas
+from neuron_migrate.rewrite.codemod.transforms.nxd_sp import sequence_parallel_keywords
 from neuron_migrate.scan.analyzer.declines import (
     INITIALIZE_MODEL_PARALLEL,
     PARALLEL_EMBEDDING,
@@ -70,16 +71,18 @@ def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
     did, the full weight first."""
     assert t.rule.rewrite is not None
     name = last_component(t.site.qualname or "")
-    helper = t.rule.rewrite.option(name)
-    if helper is None or not use_helper(t.ctx, helper):
-        return None
     params = PARALLEL_LINEARS[name]
     values = bound_arguments(t.call, params)
+    sequence_parallel = sequence_parallel_keywords(values)
+    helper = t.rule.rewrite.option(f"{name}.sequence_parallel" if sequence_parallel else name)
+    if helper is None or not use_helper(t.ctx, helper):
+        return None
     linear_args = [cst.Arg(values["input_size"]), cst.Arg(values["output_size"])]
     linear_args += [keyword(k, values[k]) for k in _LINEAR_KEYWORDS if k in values]
     linear = _built("torch.nn.Linear", linear_args, "init_method" in values, t)
     args = [cst.Arg(linear)]
     args += [keyword(k, values[k]) for k in (params[3], "init_method") if k in values]
+    args += [keyword(k, values[k]) for k in sequence_parallel]
     return cst.Call(func=cst.Name(helper), args=with_commas(args))
 
 
