@@ -2,7 +2,10 @@
 (each divided by the data-parallel size, then summed over the group) and the clipping by the norm
 of the full parameters: a tensor-parallel parameter's part counted on each rank, a parameter every
 tensor-parallel rank holds whole counted once (its square divided by the size), the sum reduced
-over the tensor-parallel group; clipped by max_norm / (norm + 1e-6) where that is below 1."""
+over the tensor-parallel group; clipped by max_norm / (norm + 1e-6) where that is below 1. And
+allreduce_sequence_parallel_gradients: the gradients of the optimizer's parameters marked
+sequence_parallel_enabled (a sequence-parallel norm, a row-parallel bias) summed in place over
+the tensor-parallel group, each rank having seen only its part of the sequence."""
 
 import torch
 import torch.distributed as dist
@@ -47,3 +50,13 @@ def clip_grad_norm(parameters, max_norm, norm_type=2):
         if param.grad is not None:
             param.grad.detach().mul_(torch.where(clip_coeff < 1, clip_coeff, torch.ones(1)))
     return total_norm
+
+
+def allreduce_sequence_parallel_gradients(optimizer):
+    if get_tensor_model_parallel_size() == 1:
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            marked = isinstance(p, torch.Tensor) and getattr(p, "sequence_parallel_enabled", False)
+            if marked and p.grad is not None:
+                dist.all_reduce(p.grad.data, group=get_tensor_model_parallel_group())

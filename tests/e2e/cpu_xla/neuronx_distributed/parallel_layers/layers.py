@@ -1,7 +1,11 @@
 """NxD's column- and row-parallel linear layers and its parallel embedding, initialised on the
 CPU as NxD does: one master weight of the full size (kaiming_uniform_(a=sqrt(5)) for a linear
 layer unless an init_method is given, normal_ for an embedding), split along the partition
-dimension, this rank keeping its part; the biases as NxD initialises them."""
+dimension, this rank keeping its part; the biases as NxD initialises them. With
+sequence_parallel_enabled the column-parallel input is this rank's part of the sequence,
+all-gathered along sequence_dimension (0 unless given) before the product and its gradient
+reduce-scattered, and the row-parallel output is reduce-scattered back to such a part, its bias
+marked sequence_parallel_enabled for allreduce_sequence_parallel_gradients."""
 
 import math
 
@@ -11,8 +15,10 @@ from torch.nn import Parameter
 
 from neuronx_distributed.parallel_layers.mappings import (
     copy_to_tensor_model_parallel_region,
+    gather_from_sequence_parallel_region,
     gather_from_tensor_model_parallel_region,
     reduce_from_tensor_model_parallel_region,
+    reduce_scatter_to_sequence_parallel_region,
     scatter_to_tensor_model_parallel_region,
 )
 from neuronx_distributed.parallel_layers.parallel_state import (
@@ -52,10 +58,14 @@ class ColumnParallelLinear(_Parallel):
         device=None,
         stride=1,
         init_method=None,
+        sequence_parallel_enabled=False,
+        sequence_dimension=None,
     ):
         super().__init__()
         self.input_size, self.output_size = input_size, output_size
         self.gather_output = gather_output
+        self.sequence_parallel_enabled = sequence_parallel_enabled
+        self.sequence_dimension = 0 if sequence_dimension is None else sequence_dimension
         self.arg_init_method = init_method
         per_partition = divide(output_size, get_tensor_model_parallel_size())
         self.weight = Parameter(
@@ -70,8 +80,13 @@ class ColumnParallelLinear(_Parallel):
             self.register_parameter("bias", None)
 
     def forward(self, input):
-        output = F.linear(copy_to_tensor_model_parallel_region(input), self.weight)
+        if self.sequence_parallel_enabled:
+            input = gather_from_sequence_parallel_region(input, self.sequence_dimension)
+        else:
+            input = copy_to_tensor_model_parallel_region(input)
+        output = F.linear(input, self.weight)
         if self.gather_output:
+            assert not self.sequence_parallel_enabled
             output = gather_from_tensor_model_parallel_region(output)
         return output + self.bias if self.bias is not None else output
 
@@ -87,10 +102,16 @@ class RowParallelLinear(_Parallel):
         device=None,
         stride=1,
         init_method=None,
+        sequence_parallel_enabled=False,
+        sequence_dimension=None,
     ):
         super().__init__()
         self.input_size, self.output_size = input_size, output_size
         self.input_is_parallel = input_is_parallel
+        if sequence_parallel_enabled and not input_is_parallel:
+            raise RuntimeError("sequence_parallel_enabled needs input_is_parallel=True")
+        self.sequence_parallel_enabled = sequence_parallel_enabled
+        self.sequence_dimension = 0 if sequence_dimension is None else sequence_dimension
         self.arg_init_method = init_method
         per_partition = divide(input_size, get_tensor_model_parallel_size())
         self.weight = Parameter(
@@ -99,13 +120,18 @@ class RowParallelLinear(_Parallel):
         if bias:
             self.bias = Parameter(torch.empty(output_size, dtype=dtype))
             self._init_bias(per_partition)  # NxD: the bound from the per-rank fan-in
+            self.bias.sequence_parallel_enabled = sequence_parallel_enabled
         else:
             self.register_parameter("bias", None)
 
     def forward(self, input_):
         if not self.input_is_parallel:
             input_ = scatter_to_tensor_model_parallel_region(input_)
-        output = reduce_from_tensor_model_parallel_region(F.linear(input_, self.weight))
+        output = F.linear(input_, self.weight)
+        if self.sequence_parallel_enabled:
+            output = reduce_scatter_to_sequence_parallel_region(output, self.sequence_dimension)
+        else:
+            output = reduce_from_tensor_model_parallel_region(output)
         return output + self.bias if self.bias is not None else output
 
 

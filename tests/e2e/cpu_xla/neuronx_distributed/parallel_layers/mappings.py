@@ -1,4 +1,6 @@
-"""NxD's tensor-parallel region functions: which collective runs forward, which backward."""
+"""NxD's tensor-parallel region functions: which collective runs forward, which backward. The
+sequence-parallel ones work along `sequence_dimension` (NxD's default 0, its [sequence, batch,
+hidden] layout), with the signatures of NxD's later versions."""
 
 import torch
 import torch.distributed as dist
@@ -88,3 +90,84 @@ def scatter_to_tensor_model_parallel_region(x):
 
 def gather_from_tensor_model_parallel_region(x):
     return _Gather.apply(x)
+
+
+def _split_along(x, dim):
+    size = get_tensor_model_parallel_size()
+    if size == 1:
+        return x
+    assert x.shape[dim] % size == 0, f"{tuple(x.shape)} does not split {size} ways on {dim}"
+    return torch.chunk(x, size, dim=dim)[get_tensor_model_parallel_rank()].contiguous()
+
+
+def _gather_along(x, dim):
+    size = get_tensor_model_parallel_size()
+    if size == 1:
+        return x
+    parts = [torch.empty_like(x) for _ in range(size)]
+    dist.all_gather(parts, x.contiguous(), group=get_tensor_model_parallel_group())
+    return torch.cat(parts, dim=dim)
+
+
+def _reduce_scatter_along(x, dim):
+    size = get_tensor_model_parallel_size()
+    if size == 1:
+        return x
+    parts = [p.contiguous() for p in torch.chunk(x, size, dim=dim)]
+    out = torch.empty_like(parts[0])
+    dist.reduce_scatter(out, parts, group=get_tensor_model_parallel_group())
+    return out
+
+
+class _ScatterToSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return _split_along(x, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _gather_along(grad, ctx.dim), None
+
+
+class _GatherFromSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim, to_model_parallel):
+        ctx.dim, ctx.to_model_parallel = dim, to_model_parallel
+        return _gather_along(x, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.to_model_parallel:
+            return _reduce_scatter_along(grad, ctx.dim), None, None
+        return _split_along(grad, ctx.dim), None, None
+
+
+class _ReduceScatterToSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return _reduce_scatter_along(x, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _gather_along(grad, ctx.dim), None
+
+
+def scatter_to_sequence_parallel_region(input_, sequence_dimension=0, process_group=None):
+    assert process_group is None, "not in the stand-in"
+    return _ScatterToSequence.apply(input_, sequence_dimension)
+
+
+def gather_from_sequence_parallel_region(
+    input_, sequence_dimension=0, to_model_parallel=True, process_group=None, tile_cc=False
+):
+    assert process_group is None, "not in the stand-in"
+    return _GatherFromSequence.apply(input_, sequence_dimension, to_model_parallel)
+
+
+def reduce_scatter_to_sequence_parallel_region(
+    input_, sequence_dimension=0, process_group=None, dtype=None
+):
+    assert process_group is None and dtype is None, "not in the stand-in"
+    return _ReduceScatterToSequence.apply(input_, sequence_dimension)
