@@ -17,8 +17,14 @@ RMSNorm is replicated instead of given SequenceParallel).
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 
+from neuron_migrate.rewrite.codemod import sp_helpers, tp_helpers
 from tests.e2e.test_migrated_programs import (
     Program,
     _migrate,
@@ -26,6 +32,7 @@ from tests.e2e.test_migrated_programs import (
     _reference_run,
 )
 from tests.e2e.test_nxd_programs import TP_LINE, _close, _steps
+from tests.e2e.test_nxd_regions import STAND_IN, _free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -60,3 +67,154 @@ def test_sequence_parallel_program_migrates_and_keeps_its_math(tmp_path) -> None
         said = f"{processes} process(es)\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
         assert done.returncode == 0, said
         _close(_steps(done.stdout, processes), want, said)
+
+
+# The helpers against the stand-in's NxD collectives on two gloo ranks: each region helper's
+# output and its input's gradient, along dimensions 0 and 1, and a block of NxD's
+# sequence-parallel layers (LayerNorm, a model's own marked norm, column- and row-parallel
+# layers with a bias) against the migrated one built from the same full weights: outputs, input
+# gradients and every parameter's gradient (NxD's after allreduce_sequence_parallel_gradients).
+SCRIPT = """
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+from neuronx_distributed.parallel_layers import mappings, parallel_state
+from neuronx_distributed.parallel_layers.grads import allreduce_sequence_parallel_gradients
+from neuronx_distributed.parallel_layers.layer_norm import LayerNorm
+from neuronx_distributed.parallel_layers.layers import ColumnParallelLinear, RowParallelLinear
+
+HELPERS
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+parallel_state.initialize_model_parallel(tensor_model_parallel_size=world)
+# the helpers' mesh, on the CPU (neuron_init_device_mesh makes it on the device)
+neuron_device_mesh.mesh = init_device_mesh("cpu", (1, world), mesh_dim_names=("dp", "tp"))
+
+
+def same(a, b):
+    return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+pairs = {
+    "scatter": (mappings.scatter_to_sequence_parallel_region, neuron_scatter_to_sp_region),
+    "gather": (mappings.gather_from_sequence_parallel_region, neuron_gather_from_sp_region),
+    "gather_split": (
+        lambda x, d: mappings.gather_from_sequence_parallel_region(x, d, to_model_parallel=False),
+        lambda x, d: neuron_gather_from_sp_region(x, d, to_model_parallel=False),
+    ),
+    "reduce_scatter": (
+        mappings.reduce_scatter_to_sequence_parallel_region,
+        neuron_reduce_scatter_to_sp_region,
+    ),
+}
+for name, (nxd, helper) in pairs.items():
+    for dim in (0, 1):
+        x = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(rank))
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ya, yb = nxd(a, dim), helper(b, dim)
+        grad = torch.randn(ya.shape, generator=torch.Generator().manual_seed(10 + rank))
+        (ya * grad).sum().backward()
+        (yb * grad).sum().backward()
+        ok = same(ya, yb) and same(a.grad, b.grad)
+        print(f"SP {name}{dim} rank={rank} same={ok}", flush=True)
+
+
+class Marked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, 8))
+        self.weight.sequence_parallel_enabled = True
+
+    def forward(self, x):
+        return self.weight * x
+
+
+class Block(torch.nn.Module):
+    def __init__(self, norm, marked, up, down):
+        super().__init__()
+        self.norm, self.marked, self.up, self.down = norm, marked, up, down
+
+    def forward(self, h):
+        return h + self.down(F.gelu(self.up(self.marked(self.norm(h)))))
+
+
+torch.manual_seed(0)
+full_up, full_down = torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)
+full_norm = torch.nn.LayerNorm(8)
+with torch.no_grad():
+    full_norm.weight.uniform_(0.5, 1.5)
+    full_norm.bias.uniform_(-0.5, 0.5)
+local = lambda t, dim: t.detach().chunk(world, dim)[rank].clone()
+
+nxd = Block(
+    LayerNorm(8, sequence_parallel_enabled=True),
+    Marked(),
+    ColumnParallelLinear(8, 16, gather_output=False, sequence_parallel_enabled=True),
+    RowParallelLinear(16, 8, input_is_parallel=True, sequence_parallel_enabled=True),
+)
+with torch.no_grad():
+    nxd.norm.weight.copy_(full_norm.weight)
+    nxd.norm.bias.copy_(full_norm.bias)
+    nxd.up.weight.copy_(local(full_up.weight, 0))
+    nxd.up.bias.copy_(local(full_up.bias, 0))
+    nxd.down.weight.copy_(local(full_down.weight, 1))
+    nxd.down.bias.copy_(full_down.bias)
+
+native = Block(
+    neuron_sequence_parallel_norm(full_norm, sequence_parallel_enabled=True),
+    Marked(),
+    neuron_column_parallel_sp(full_up, gather_output=False, sequence_parallel_enabled=True),
+    neuron_row_parallel_sp(full_down, input_is_parallel=True, sequence_parallel_enabled=True),
+)
+neuron_replicate_unsharded(native)
+
+x = torch.randn(4, 3, 8, generator=torch.Generator().manual_seed(20 + rank))  # [seq/tp, b, h]
+a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+ya, yb = nxd(a), native(b)
+grad = torch.randn(ya.shape, generator=torch.Generator().manual_seed(30 + rank))
+(ya * grad).sum().backward()
+(yb * grad).sum().backward()
+allreduce_sequence_parallel_gradients(torch.optim.SGD(nxd.parameters(), lr=0.1))
+print(f"SP block_output rank={rank} same={same(ya, yb) and same(a.grad, b.grad)}", flush=True)
+for (name, p), q in zip(nxd.named_parameters(), native.parameters(), strict=True):
+    g = q.grad
+    if isinstance(g, DTensor):  # a sequence-parallel norm's is Partial: summed when read
+        g = g.redistribute(g.device_mesh, q.placements).to_local()
+    print(f"SP block_{name.replace('.', '_')} rank={rank} same={same(p.grad, g)}", flush=True)
+dist.destroy_process_group()
+"""
+
+SP_LINE = re.compile(r"SP (\w+) rank=(\d) same=(True|False)")
+
+
+def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
+    names = (
+        "COLUMN_PARALLEL_SP",
+        "ROW_PARALLEL_SP",
+        "SEQUENCE_PARALLEL_NORM",
+        "SCATTER_TO_SP_REGION",
+        "GATHER_FROM_SP_REGION",
+        "REDUCE_SCATTER_TO_SP_REGION",
+    )
+    tp = ("DEVICE_MESH", "NXD_INIT", "COLUMN_PARALLEL", "ROW_PARALLEL", "REPLICATE_UNSHARDED")
+    helpers = [getattr(tp_helpers, n) for n in tp] + [getattr(sp_helpers, n) for n in names]
+    script = tmp_path / "sequence_parallel.py"
+    script.write_text("import torch\n" + SCRIPT.replace("HELPERS", "\n".join(helpers)))
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["PYTHONPATH"] = str(STAND_IN)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    argv += ["--master-port", str(_free_port()), str(script)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = SP_LINE.findall(done.stdout)
+    checks = {name for name, _, _ in found}
+    regions = {
+        f"{n}{d}" for n in ("scatter", "gather", "gather_split", "reduce_scatter") for d in (0, 1)
+    }
+    params = {"norm_weight", "norm_bias", "marked_weight", "up_weight", "up_bias", "down_weight"}
+    want = regions | {"block_output"} | {f"block_{p}" for p in params | {"down_bias"}}
+    assert checks == want and len(found) == 2 * len(want), done.stdout
+    assert all(ok == "True" for *_, ok in found), done.stdout
