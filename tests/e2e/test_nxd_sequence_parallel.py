@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from neuron_migrate.rewrite.codemod import sp_helpers, tp_helpers
+from neuron_migrate.rewrite.codemod import gqa_helpers, sp_helpers, tp_helpers
 from tests.e2e.test_migrated_programs import (
     Program,
     _migrate,
@@ -184,6 +184,39 @@ for (name, p), q in zip(nxd.named_parameters(), native.parameters(), strict=True
     if isinstance(g, DTensor):  # a sequence-parallel norm's is Partial: summed when read
         g = g.redistribute(g.device_mesh, q.placements).to_local()
     print(f"SP block_{name.replace('.', '_')} rank={rank} same={same(p.grad, g)}", flush=True)
+
+# GQA QKV: seeded alike, NxD's layer and NeuronQKVLinear draw the same full weights
+from neuronx_distributed.modules.qkv_linear import GQAQKVColumnParallelLinear
+
+# each rank's part of the sequence under sequence parallelism; else the whole input, the same
+# on every rank, as NxD's column-parallel layers take it (and the same output gradient)
+sp = dict(bias=False, gather_output=False, sequence_parallel_enabled=True)
+for label, kwargs, shape, seed in (
+    ("gqa_sp", sp, (4, 3, 8), rank),
+    ("gqa_gathered", dict(bias=True, gather_output=True), (3, 4, 8), 0),
+):
+    torch.manual_seed(5)
+    nxd = GQAQKVColumnParallelLinear(8, [16, 8], **kwargs)
+    torch.manual_seed(5)
+    native = NeuronQKVLinear(8, [16, 8], **kwargs)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(40 + seed))
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    outs_a, outs_b = nxd(a), native(b)
+    grads = [torch.randn(o.shape, generator=torch.Generator().manual_seed(50 + seed + i))
+             for i, o in enumerate(outs_a)]
+    sum((o * g).sum() for o, g in zip(outs_a, grads)).backward()
+    sum((o * g).sum() for o, g in zip(outs_b, grads)).backward()
+    ok = all(same(p, q) for p, q in zip(outs_a, outs_b)) and same(a.grad, b.grad)
+    for name in "qkv":
+        layer = getattr(native, name)
+        for kind in ("weight", "bias"):
+            mine, theirs = getattr(layer, kind), getattr(nxd, f"{kind}_{name}")
+            if theirs is not None:
+                # NxD keeps a gathered layer's bias whole; the plan splits it
+                whole = theirs.shape == mine.shape
+                grad = mine.grad.full_tensor() if whole else mine.grad.to_local()
+                ok = ok and same(theirs.grad, grad)
+    print(f"SP {label} rank={rank} same={ok}", flush=True)
 dist.destroy_process_group()
 """
 
@@ -199,8 +232,10 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
         "GATHER_FROM_SP_REGION",
         "REDUCE_SCATTER_TO_SP_REGION",
     )
+    qkv = gqa_helpers.QKV_LINEAR
     tp = ("DEVICE_MESH", "NXD_INIT", "COLUMN_PARALLEL", "ROW_PARALLEL", "REPLICATE_UNSHARDED")
     helpers = [getattr(tp_helpers, n) for n in tp] + [getattr(sp_helpers, n) for n in names]
+    helpers.append(qkv)
     script = tmp_path / "sequence_parallel.py"
     script.write_text("import torch\n" + SCRIPT.replace("HELPERS", "\n".join(helpers)))
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -215,6 +250,7 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
         f"{n}{d}" for n in ("scatter", "gather", "gather_split", "reduce_scatter") for d in (0, 1)
     }
     params = {"norm_weight", "norm_bias", "marked_weight", "up_weight", "up_bias", "down_weight"}
-    want = regions | {"block_output"} | {f"block_{p}" for p in params | {"down_bias"}}
+    want = regions | {"block_output", "gqa_sp", "gqa_gathered"}
+    want |= {f"block_{p}" for p in params | {"down_bias"}}
     assert checks == want and len(found) == 2 * len(want), done.stdout
     assert all(ok == "True" for *_, ok in found), done.stdout

@@ -124,3 +124,33 @@ def test_a_second_run_changes_nothing() -> None:
     )
     once = rewrite_source(source).new
     assert rewrite_source(once).new == once
+
+
+def test_the_gqa_qkv_layer_becomes_three_planned_projections() -> None:
+    source = (
+        "import torch\n"
+        "from neuronx_distributed.modules.qkv_linear import GQAQKVColumnParallelLinear\n"
+        "class Attention(torch.nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.qkv = GQAQKVColumnParallelLinear(64, [64, 16], bias=False, "
+        "gather_output=False, sequence_parallel_enabled=config.sp, keep_master_weight=False, "
+        "kv_size_multiplier=config.kv, fuse_qkv=config.fuse)\n"
+        "        self.kept = GQAQKVColumnParallelLinear(64, [64, 16], keep_master_weight=True)\n"
+        "def check(module):\n"
+        "    return isinstance(module, GQAQKVColumnParallelLinear)\n"
+    )
+    assert _statuses(source) == [("NM853", "rewritten"), ("NM853", "marked"), ("NM853", "marked")]
+    new = rewrite_source(source).new
+    assert (
+        "self.qkv = NeuronQKVLinear(64, [64, 16], bias=False, gather_output=False, "
+        "sequence_parallel_enabled=config.sp, kv_size_multiplier=config.kv, "
+        "fuse_qkv=config.fuse)\n"
+    ) in new
+    assert "class NeuronQKVLinear(torch.nn.Module):" in new
+    assert "def neuron_column_parallel_sp(" in new
+    assert (
+        new.rstrip().splitlines()[-1].strip()
+        == "return isinstance(module, GQAQKVColumnParallelLinear)"
+    )
+    compile(new, "<migrated>", "exec")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.rewrite.codemod import sp_helpers, tp_helpers, trainer_helpers
+from neuron_migrate.rewrite.codemod import gqa_helpers, sp_helpers, tp_helpers, trainer_helpers
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 
@@ -490,6 +490,12 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_gather_from_sp_region", sp_helpers.GATHER_FROM_SP_REGION, uses=_MESH),
         Helper(
             "neuron_reduce_scatter_to_sp_region", sp_helpers.REDUCE_SCATTER_TO_SP_REGION, uses=_MESH
+        ),
+        Helper(
+            "NeuronQKVLinear",
+            gqa_helpers.QKV_LINEAR,
+            ("torch",),
+            ("neuron_column_parallel_sp", *_SP_COLUMN),
         ),
     )
 }
