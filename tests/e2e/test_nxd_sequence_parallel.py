@@ -11,7 +11,7 @@ the stand-in's sequence-parallel collectives, gives at size 2 the losses it give
 nothing that differs between the sizes); it runs unclipped there, since torch's
 clip_grad_norm_ over NxD's plain shards clips each rank by its own part's norm. A norm whose
 gradient were not summed over the ranks' sequence parts changes the migrated program's
-gradient norms at size 2 (1.3716 for 1.3747 at the first step when the model's own marked
+gradient norms at size 2 (1.3735 for 1.3804 at the first step when the model's own marked
 RMSNorm is replicated instead of given SequenceParallel).
 """
 
