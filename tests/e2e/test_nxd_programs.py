@@ -155,3 +155,33 @@ def test_replica_groups_reduce_over_each_data_parallel_group(tmp_path) -> None:
     assert sorted(by_rank) == [0, 1, 2, 3], said
     assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
     _close(by_rank[0], want, said)
+
+
+def test_optimizer_step_over_replica_groups_steps_like_the_whole_batch(tmp_path) -> None:
+    """The same four ranks with xm.optimizer_step(optimizer, groups=the data-parallel groups),
+    which becomes neuron_optimizer_step_in_groups: each group sums its gradients (scaled by
+    1/world size, as torch_xla does) before AdamW steps, and the loss is reduced over the groups
+    as a tensor and as a list. AdamW's steps do not change with the scale, so every rank prints
+    the losses and the parameters' norms of the single process on the whole batch."""
+    args = ("--tensor-parallel-size", "2", "--replica-groups", "--optimizer-step")
+    program = Program("nxd_dp_mlp", "torchrun", args, complete=True)
+    tree, summary = _migrate(tmp_path, program)
+    assert summary["left_for_person"] == 0 and not summary["need_torch_xla"], summary
+    assert (
+        "neuron_optimizer_step_in_groups(optimizer, groups=groups)"
+        in (tree / "train.py").read_text()
+    )
+
+    alone = _migrated_run(tree, program, 1)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    want = _dp_steps(alone.stdout, 1)
+    done = _migrated_run(tree, program, 4)
+    said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, said
+    by_rank: dict[int, list[tuple[float, float]]] = {}
+    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(done.stdout):
+        assert (int(dp_rank), int(dp_size)) == (int(rank) // 2, 2), said
+        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
+    assert sorted(by_rank) == [0, 1, 2, 3], said
+    assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
+    _close(by_rank[0], want, said)

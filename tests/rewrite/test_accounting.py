@@ -17,13 +17,13 @@ from tests.rewrite.no_torch_xla import without_torch_xla
 # A star import is left for a person: it stays as it is, and stops the program at start where
 # torch_xla is missing.
 HELD = "import torch\nfrom torch_xla.core.xla_model import *\n\ndef step(opt):\n    mark_step()\n"
-# xm.optimizer_step over replica subgroups is left for a person: its import stays, with an NM100
+# xm.optimizer_step with arguments unpacked is left for a person: its import stays, with an NM100
 # marker, and binds `xm` to a stand-in where torch_xla is missing.
 STOOD_IN = (
     "import torch\n"
     "import torch_xla.core.xla_model as xm\n\n"
     "def step(opt):\n"
-    "    xm.optimizer_step(opt, groups=[[0, 1]])\n"
+    "    xm.optimizer_step(opt, **opt.defaults)\n"
     "    xm.mark_step()\n"
 )
 # An availability guard still tested, with another test, and no torch_xla API read any more: an

@@ -130,7 +130,7 @@ KEPT = {
     # it would drop its marker
     "a marker after a returning branch": (
         TRY_XLA + "def pick(t):\n    if xm is not None:\n        return xm.xla_device()\n"
-        "    xm.optimizer_step(t, groups=[[0, 1]])\n    return None\n",
+        "    xm.optimizer_step(t, **t.defaults)\n    return None\n",
         "    if xm is not None:\n",
     ),
 }

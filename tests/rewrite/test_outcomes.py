@@ -14,14 +14,14 @@ def _statuses(source: str, code: str) -> dict[int, str]:
 
 def test_reduce_constant_shares_the_outcome_of_the_collective_it_is_passed_to():
     source = XM + (
-        "def f(x, groups):\n"
+        "def f(x, options):\n"
         "    a = xm.all_reduce(xm.REDUCE_SUM, x)\n"
-        "    xm.all_reduce(xm.REDUCE_MAX, [x], groups=groups)\n"
+        "    xm.all_reduce(xm.REDUCE_MAX, [x], **options)\n"
         "    return a\n"
     )
     new = rewrite_source(source).new
-    # the list reduced over replica groups stays as it was, constant included
-    assert "    xm.all_reduce(xm.REDUCE_MAX, [x], groups=groups)" in new
+    # the list reduced with arguments unpacked stays as it was, constant included
+    assert "    xm.all_reduce(xm.REDUCE_MAX, [x], **options)" in new
     assert "dist.ReduceOp.SUM" in new
     assert _statuses(source, "NM302") == {4: "rewritten", 5: "marked"}
     assert _statuses(source, "NM301") == {4: "rewritten", 5: "marked"}

@@ -27,8 +27,8 @@ MARKED = [
     ("NM110", XM + "names = xm.get_xla_supported_devices(devkind='TPU')\n"),
     ("NM110", "import torch_xla\n\nlisting = torch_xla.devices\n"),
     ("NM514", XM + "with xm.fork_rng(device):\n    pass\n"),
-    # replica subgroups: no one torch.distributed group stands for them here
-    ("NM501", XM + "def f(opt, groups):\n    xm.optimizer_step(opt, groups=groups)\n"),
+    # arguments unpacked: which ones, the rewrite cannot tell
+    ("NM501", XM + "def f(opt, options):\n    xm.optimizer_step(opt, **options)\n"),
 ]
 
 

@@ -47,7 +47,7 @@ def test_a_site_done_by_a_person_drops_its_stand_in_and_the_last_drops_the_class
     new = rewrite_source(FIXTURE.with_suffix(".in.py").read_text()).new
     assert rewrite_source(new).new == new
     # the optimizer step done by hand: `xm` is read by nothing left
-    step = "    xm.optimizer_step(optimizer, groups=[[0, 1]])\n"
+    step = "    xm.optimizer_step(optimizer, **optimizer.defaults)\n"
     assert step in new
     done = new.replace(step, "    optimizer.step()\n")
     again = rewrite_source(done).new
@@ -77,5 +77,5 @@ def test_a_rewrite_of_one_line_adds_no_stand_in_and_keeps_those_it_finds():
     fixed = rewrite_source(source, line=line).new
     assert "NotMigrated" not in fixed and "    xm.mark_step()" not in fixed
     migrated = rewrite_source(source).new
-    at = migrated.splitlines().index("    xm.optimizer_step(optimizer, groups=[[0, 1]])") + 1
+    at = migrated.splitlines().index("    xm.optimizer_step(optimizer, **optimizer.defaults)") + 1
     assert rewrite_source(migrated, line=at).new == migrated

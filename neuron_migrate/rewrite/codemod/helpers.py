@@ -71,6 +71,15 @@ def neuron_optimizer_step(optimizer, optimizer_args=None):
     return optimizer.step(**(optimizer_args or {}))
 '''
 
+_OPTIMIZER_STEP_IN_GROUPS = '''
+def neuron_optimizer_step_in_groups(optimizer, optimizer_args=None, groups=None):
+    """xm.optimizer_step with replica groups: the gradients summed over this rank's group of
+    `groups` and divided by the world size (neuron_reduce_gradients, as torch_xla's), then the
+    step."""
+    neuron_reduce_gradients(optimizer, groups=groups)
+    return optimizer.step(**(optimizer_args or {}))
+'''
+
 _REDUCE_GRADIENTS = '''
 def neuron_reduce_gradients(optimizer, groups=None, pin_layout=True):
     """Sum the gradients over the process group's ranks, or over this rank's group of `groups`
@@ -444,6 +453,11 @@ HELPERS: dict[str, Helper] = {
             "neuron_reduce_gradients",
             _REDUCE_GRADIENTS,
             uses=(*_GRADS, "neuron_replica_group"),
+        ),
+        Helper(
+            "neuron_optimizer_step_in_groups",
+            _OPTIMIZER_STEP_IN_GROUPS,
+            uses=(*_GRADS, "neuron_replica_group", "neuron_reduce_gradients"),
         ),
         Helper("neuron_broadcast_master_param", _BROADCAST_MASTER_PARAM, uses=_SIZED),
         Helper("neuron_all_gather", _ALL_GATHER, uses=_SIZED),

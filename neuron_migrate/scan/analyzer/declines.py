@@ -195,8 +195,8 @@ def _groups(values: dict[str, Arg], *params: str) -> str:
 
 
 def all_reduce(rule: Rule, site: Site) -> str:
-    """The tensor form may name replica groups (reduced over this rank's own group); the list
-    form reduces over every rank."""
+    """Either form may name replica groups (reduced over this rank's own group); the list is
+    reduced in place, tensor by tensor."""
     values = bind_site(site.call_args, ALL_REDUCE)
     if values is None or "reduce_type" not in values or "inputs" not in values:
         return _UNBOUND
@@ -204,8 +204,6 @@ def all_reduce(rule: Rule, site: Site) -> str:
         return "a reduce op known only at run time: a person decides"
     inputs = values["inputs"]
     if inputs.form in ("list", "tuple"):  # reduced in place, tensor by tensor
-        if reason := _groups(values, "groups"):
-            return reason
         if site.statement != "expression" or not site.own_line:
             return "a list reduced in place: rewritten only as a call statement of its own line"
         return ""
@@ -261,10 +259,11 @@ def mesh_reduce(rule: Rule, site: Site) -> str:
 
 
 def optimizer_step(rule: Rule, site: Site) -> str:
+    """Any optimizer; replica groups are reduced over (neuron_optimizer_step_in_groups)."""
     values = bind_site(site.call_args, OPTIMIZER_STEP)
     if values is None or "optimizer" not in values:
         return _UNBOUND
-    return _groups(values, "groups")
+    return ""
 
 
 def save_on_master(rule: Rule, site: Site) -> str:

@@ -81,17 +81,18 @@ def all_reduce(t: StatementTarget) -> list[NewStatement] | None:
     scaled = scale is not None and number(scale) != 1.0
     inputs = values["inputs"]
     holes = {"op": op, "inputs": inputs, **({"scale": scale} if scale is not None else {})}
-    if isinstance(inputs, (cst.List, cst.Tuple)):  # in place on every tensor of the list
-        body = "    dist.all_reduce(_tensor, op={op})\n" + (
-            "    _tensor.mul_({scale})\n" if scaled else ""
-        )
-        return render_statements("for _tensor in {inputs}:\n" + body, t.ctx, holes)
     groups = values.get("groups")
     group = ""
     if groups is not None and not (isinstance(groups, cst.Name) and groups.value == "None"):
         if not use_helper(t.ctx, "neuron_replica_group"):
             return None
         group, holes["groups"] = ", group=neuron_replica_group({groups})", groups
+    if isinstance(inputs, (cst.List, cst.Tuple)):  # in place on every tensor of the list
+        head = "_group = neuron_replica_group({groups})\n" if group else ""
+        body = f"    dist.all_reduce(_tensor, op={{op}}{', group=_group' if group else ''})\n"
+        body += "    _tensor.mul_({scale})\n" if scaled else ""
+        text = head + "for _tensor in {inputs}:\n" + body
+        return _small(render_statements(text, t.ctx, holes))
     name, tail = _result_name(t, "_reduced")
     text = f"{name} = {{inputs}}.clone()\ndist.all_reduce({name}, op={{op}}{group})\n"
     if scaled:

@@ -102,9 +102,20 @@ def optimizer_step(t: CallTarget) -> cst.BaseExpression | None:
     -> optimizer.step(**optimizer_args), where DDP/FSDP2 visibly reduces the gradients;
     elsewhere neuron_optimizer_step(optimizer, optimizer_args), a helper added to the file that
     averages the gradients over the process group first, as torch_xla did (`barrier` asked for
-    a mark_step, which the native device does not need)."""
-    values = bound_arguments(t.call, OPTIMIZER_STEP)  # groups are declined
+    a mark_step, which the native device does not need). With replica groups,
+    neuron_optimizer_step_in_groups(optimizer, groups=...), which reduces over them as
+    xm.reduce_gradients does, wrapped model or not."""
+    values = bound_arguments(t.call, OPTIMIZER_STEP)
     extra = values.get("optimizer_args")
+    groups = values.get("groups")
+    if groups is not None and not is_none(groups):  # reduced over replica groups, as XLA did
+        if not use_helper(t.ctx, "neuron_optimizer_step_in_groups"):
+            return None
+        args = [cst.Arg(values["optimizer"])]
+        if extra is not None and not (isinstance(extra, cst.Dict) and not extra.elements):
+            args.append(keyword("optimizer_args", extra))
+        args.append(keyword("groups", groups))
+        return cst.Call(func=cst.Name("neuron_optimizer_step_in_groups"), args=with_commas(args))
     if not t.ctx.wraps_model() or t.site.line in t.ctx.unwrapped_steps:
         if not use_helper(t.ctx, "neuron_optimizer_step"):
             return None
