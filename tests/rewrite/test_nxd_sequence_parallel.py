@@ -73,7 +73,7 @@ def test_nxds_layer_norm_becomes_torchs_and_its_flag_sequence_parallel() -> None
         "b = LayerNorm(16, 1e-5, True, sequence_parallel_enabled=False)\n"
         "c = LayerNorm((16,), sequence_parallel_enabled=config.sp, dtype=torch.float32)\n"
     )
-    assert _statuses(source) == [("NM851", "rewritten")] * 3
+    assert _statuses(source) == [("NM861", "rewritten")] * 3
     new = rewrite_source(source).new
     assert "a = torch.nn.LayerNorm(16, eps=1e-6)\n" in new
     assert "b = torch.nn.LayerNorm(16, eps=1e-5, elementwise_affine=True)\n" in new
@@ -98,12 +98,12 @@ def test_sequence_parallel_regions_become_redistributions() -> None:
         "allreduce_sequence_parallel_gradients(optimizer)\n"
     )
     assert _statuses(source) == [
-        ("NM850", "rewritten"),
-        ("NM850", "rewritten"),
-        ("NM850", "rewritten"),
-        ("NM850", "marked"),
-        ("NM850", "marked"),
-        ("NM852", "rewritten"),
+        ("NM860", "rewritten"),
+        ("NM860", "rewritten"),
+        ("NM860", "rewritten"),
+        ("NM860", "marked"),
+        ("NM860", "marked"),
+        ("NM862", "rewritten"),
     ]
     new = rewrite_source(source).new
     assert "a = neuron_scatter_to_sp_region(x)\n" in new
@@ -140,7 +140,7 @@ def test_the_gqa_qkv_layer_becomes_three_planned_projections() -> None:
         "def check(module):\n"
         "    return isinstance(module, GQAQKVColumnParallelLinear)\n"
     )
-    assert _statuses(source) == [("NM853", "rewritten"), ("NM853", "marked"), ("NM853", "marked")]
+    assert _statuses(source) == [("NM863", "rewritten"), ("NM863", "marked"), ("NM863", "marked")]
     new = rewrite_source(source).new
     assert (
         "self.qkv = NeuronQKVLinear(64, [64, 16], bias=False, gather_output=False, "

@@ -1,4 +1,4 @@
-"""The source of the helper NxD's GQA QKV layer becomes (rules/legacy NM853): three full-size
+"""The source of the helper NxD's GQA QKV layer becomes (rules/legacy NM863): three full-size
 nn.Linear projections split by a tensor-parallel plan, as the column-parallel helpers split one
 (`sp_helpers.py`). Registered in `helpers.HELPERS`."""
 

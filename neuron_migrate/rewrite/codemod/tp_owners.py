@@ -3,7 +3,7 @@
 
 NxD kept every parameter a plain tensor; native tensor parallelism makes the sharded ones
 DTensors, and optimizers (foreach) and clip_grad_norm_ refuse a mix of the two. So a module whose
-`__init__` built a parallel layer the rewrite converted (NM838, NM839, NM853), or built such a
+`__init__` built a parallel layer the rewrite converted (NM838, NM839, NM863), or built such a
 module defined in the same file, replicates what is left whole (a LayerNorm, a plain head) over the
 mesh once it has all its submodules: at the end of that `__init__`. An `__init__` with a `return`
 of its own is left as it is (its end is not its only way out).
@@ -22,7 +22,7 @@ from neuron_migrate.rewrite.codemod.recording import Extent, Span
 from neuron_migrate.rewrite.codemod.results import Outcome
 
 HELPER = "neuron_replicate_unsharded"
-LAYER_RULES = ("NM838", "NM839", "NM853")  # the parallel linear layers, the embedding, GQA QKV
+LAYER_RULES = ("NM838", "NM839", "NM863")  # the parallel linear layers, the embedding, GQA QKV
 
 
 def replicate_unsharded(
