@@ -11,7 +11,7 @@ the stand-in's sequence-parallel collectives, gives at size 2 the losses it give
 nothing that differs between the sizes); it runs unclipped there, since torch's
 clip_grad_norm_ over NxD's plain shards clips each rank by its own part's norm. A norm whose
 gradient were not summed over the ranks' sequence parts changes the migrated program's
-gradient norms at size 2 (1.3735 for 1.3804 at the first step when the model's own marked
+gradient norms at size 2 (1.3946 for 1.4001 at the first step when the model's own marked
 RMSNorm is replicated instead of given SequenceParallel).
 """
 
@@ -217,6 +217,30 @@ for label, kwargs, shape, seed in (
                 grad = mine.grad.full_tensor() if whole else mine.grad.to_local()
                 ok = ok and same(theirs.grad, grad)
     print(f"SP {label} rank={rank} same={ok}", flush=True)
+
+# A strided (fused) column-parallel layer: NxD's local weight is every world-size-th chunk
+for label, sp_flag, shape, seed in (
+    ("strided_sp", True, (4, 3, 8), rank),
+    ("strided", False, (3, 4, 8), 0),
+):
+    init = lambda w: torch.nn.init.normal_(w, std=0.3)
+    torch.manual_seed(6)
+    nxd = ColumnParallelLinear(8, 24, bias=False, gather_output=False, stride=3,
+                               init_method=init, sequence_parallel_enabled=sp_flag)
+    torch.manual_seed(6)
+    full = torch.nn.utils.skip_init(torch.nn.Linear, 8, 24, bias=False)
+    native = NeuronStridedColumnParallel(full, stride=3, gather_output=False, init_method=init,
+                                         sequence_parallel_enabled=sp_flag)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(60 + seed))
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = nxd(a), native(b)
+    grad = torch.randn(ya.shape, generator=torch.Generator().manual_seed(70 + seed))
+    (ya * grad).sum().backward()
+    (yb * grad).sum().backward()
+    # NxD's local weight gradient, rows in its strided order: the blocks' local rows in turn
+    mine = torch.cat([blk.weight.grad.to_local() for blk in native.blocks], dim=0)
+    ok = same(ya, yb) and same(a.grad, b.grad) and same(nxd.weight.grad, mine)
+    print(f"SP {label} rank={rank} same={ok}", flush=True)
 dist.destroy_process_group()
 """
 
@@ -231,6 +255,7 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
         "SCATTER_TO_SP_REGION",
         "GATHER_FROM_SP_REGION",
         "REDUCE_SCATTER_TO_SP_REGION",
+        "STRIDED_COLUMN_PARALLEL",
     )
     qkv = gqa_helpers.QKV_LINEAR
     tp = ("DEVICE_MESH", "NXD_INIT", "COLUMN_PARALLEL", "ROW_PARALLEL", "REPLICATE_UNSHARDED")
@@ -250,7 +275,7 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
         f"{n}{d}" for n in ("scatter", "gather", "gather_split", "reduce_scatter") for d in (0, 1)
     }
     params = {"norm_weight", "norm_bias", "marked_weight", "up_weight", "up_bias", "down_weight"}
-    want = regions | {"block_output", "gqa_sp", "gqa_gathered"}
+    want = regions | {"block_output", "gqa_sp", "gqa_gathered", "strided_sp", "strided"}
     want |= {f"block_{p}" for p in params | {"down_bias"}}
     assert checks == want and len(found) == 2 * len(want), done.stdout
     assert all(ok == "True" for *_, ok in found), done.stdout

@@ -59,14 +59,6 @@ def test_a_run_time_flag_picks_the_plan_when_the_layer_is_built() -> None:
     compile(new, "<migrated>", "exec")
 
 
-def test_a_strided_layer_with_sequence_parallelism_stays_marked() -> None:
-    source = HEADER + (
-        "up = ColumnParallelLinear(8, 32, stride=2, gather_output=False, "
-        "sequence_parallel_enabled=sp)\n"
-    )
-    assert _statuses(source) == [("NM838", "marked")]
-
-
 def test_nxds_layer_norm_becomes_torchs_and_its_flag_sequence_parallel() -> None:
     source = HEADER + (
         "a = LayerNorm(16, eps=1e-6)\n"
@@ -153,4 +145,24 @@ def test_the_gqa_qkv_layer_becomes_three_planned_projections() -> None:
         new.rstrip().splitlines()[-1].strip()
         == "return isinstance(module, GQAQKVColumnParallelLinear)"
     )
+    compile(new, "<migrated>", "exec")
+
+
+def test_a_strided_column_layer_becomes_its_blocks_and_a_gathered_one_stays_marked() -> None:
+    source = HEADER + (
+        "class MLP(torch.nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.gate_up = ColumnParallelLinear(8, 64, stride=2, bias=False, "
+        "gather_output=False, sequence_parallel_enabled=config.sp)\n"
+        "        self.gathered = ColumnParallelLinear(8, 64, stride=2)\n"
+        "        self.row = RowParallelLinear(64, 8, stride=2, input_is_parallel=True)\n"
+    )
+    assert _statuses(source) == [("NM838", "rewritten"), ("NM838", "marked"), ("NM838", "marked")]
+    new = rewrite_source(source).new
+    assert (
+        "self.gate_up = NeuronStridedColumnParallel(torch.nn.Linear(8, 64, bias=False), "
+        "stride=2, gather_output=False, sequence_parallel_enabled=config.sp)\n"
+    ) in new
+    assert "class NeuronStridedColumnParallel(torch.nn.Module):" in new
     compile(new, "<migrated>", "exec")

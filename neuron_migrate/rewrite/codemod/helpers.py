@@ -506,6 +506,11 @@ HELPERS: dict[str, Helper] = {
             "neuron_reduce_scatter_to_sp_region", sp_helpers.REDUCE_SCATTER_TO_SP_REGION, uses=_MESH
         ),
         Helper(
+            "NeuronStridedColumnParallel",
+            sp_helpers.STRIDED_COLUMN_PARALLEL,
+            uses=("neuron_column_parallel_sp", *_SP_COLUMN),
+        ),
+        Helper(
             "NeuronQKVLinear",
             gqa_helpers.QKV_LINEAR,
             ("torch",),

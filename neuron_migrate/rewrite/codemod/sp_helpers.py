@@ -114,3 +114,52 @@ def neuron_reduce_scatter_to_sp_region(input_, sequence_dimension=0):
     partial = DTensor.from_local(input_, mesh, [Partial()], run_check=False)
     return partial.redistribute(mesh, [Shard(sequence_dimension)]).to_local()
 '''
+
+STRIDED_COLUMN_PARALLEL = '''
+class NeuronStridedColumnParallel(torch.nn.Module):
+    """NxD's ColumnParallelLinear with a stride (fused weights: gate and up, or query, key and
+    value): NxD split the full weight into `stride` blocks of rows and gave each rank its part
+    of every block, side by side. Here each block is a full-size nn.Linear split by output
+    feature as neuron_column_parallel_sp splits one, and the rank's outputs are concatenated in
+    NxD's order. The full weight is filled first (an init_method, or nn.Linear's), so the
+    random numbers are NxD's."""
+
+    def __init__(
+        self,
+        linear,
+        stride,
+        gather_output=True,
+        init_method=None,
+        sequence_parallel_enabled=False,
+        sequence_dimension=None,
+    ):
+        super().__init__()
+        if gather_output:
+            raise ValueError("a strided layer's gathered output is in NxD's strided order")
+        if init_method is not None:
+            neuron_nxd_init(linear, init_method)
+        rows = linear.out_features // stride
+        blocks = []
+        for k in range(stride):
+            block = torch.nn.utils.skip_init(
+                torch.nn.Linear,
+                linear.in_features,
+                rows,
+                bias=linear.bias is not None,
+                dtype=linear.weight.dtype,
+                device=linear.weight.device,
+            )
+            with torch.no_grad():
+                block.weight.copy_(linear.weight[k * rows : (k + 1) * rows])
+                if linear.bias is not None:
+                    block.bias.copy_(linear.bias[k * rows : (k + 1) * rows])
+            blocks.append(
+                neuron_column_parallel_sp(
+                    block, False, None, sequence_parallel_enabled, sequence_dimension
+                )
+            )
+        self.blocks = torch.nn.ModuleList(blocks)
+
+    def forward(self, input):
+        return torch.cat([block(input) for block in self.blocks], dim=-1)
+'''

@@ -526,15 +526,19 @@ def nxd_parallel_embedding(rule: Rule, site: Site) -> str:
 
 
 def nxd_parallel_linear(rule: Rule, site: Site) -> str:
-    """ColumnParallelLinear / RowParallelLinear: the sizes given, a partition stride of 1, and
-    none of the options the tensor-parallel plan has no equivalent for."""
+    """ColumnParallelLinear / RowParallelLinear: the sizes given, a partition stride of 1 (or,
+    where the rule has a strided helper, any stride of a layer whose output is not gathered),
+    and none of the options the tensor-parallel plan has no equivalent for."""
     name = (site.qualname or "").rpartition(".")[2]
     values = bind_site(site.call_args, PARALLEL_LINEARS.get(name, ()))
     if values is None or "input_size" not in values or "output_size" not in values:
         return _UNBOUND
     stride = values.get("stride")
+    strided = rule.rewrite.option(f"{name}.strided") if rule.rewrite else None
     if stride is not None and not stride.is_literal("1"):
-        return "a strided partition (fused weights): a person decides"
+        gather = values.get(PARALLEL_LINEARS[name][3])
+        if not strided or gather is None or not gather.is_literal("False"):
+            return "a strided partition (fused weights), gathered or row-parallel: a person decides"
     sequence_parallel = values.get("sequence_parallel_enabled")
     helper = rule.rewrite.option(f"{name}.sequence_parallel") if rule.rewrite else None
     if sequence_parallel is not None and not sequence_parallel.is_literal("False") and not helper:

@@ -68,19 +68,22 @@ def nxd_parallel_linear(t: CallTarget) -> cst.BaseExpression | None:
     neuron_column_parallel(torch.nn.Linear(i, o, bias=b), gather_output=g) (RowParallelLinear:
     neuron_row_parallel, input_is_parallel): the full-size layer and its tensor-parallel style.
     With an init_method the layer is made by skip_init and the helper initialises it as NxD
-    did, the full weight first."""
+    did, the full weight first. A stride (fused weights) gives NeuronStridedColumnParallel."""
     assert t.rule.rewrite is not None
     name = last_component(t.site.qualname or "")
     params = PARALLEL_LINEARS[name]
     values = bound_arguments(t.call, params)
     sequence_parallel = sequence_parallel_keywords(values)
-    helper = t.rule.rewrite.option(f"{name}.sequence_parallel" if sequence_parallel else name)
+    stride = values.get("stride")
+    strided = stride is not None and not (isinstance(stride, cst.Integer) and stride.value == "1")
+    option = "strided" if strided else "sequence_parallel" if sequence_parallel else None
+    helper = t.rule.rewrite.option(f"{name}.{option}" if option else name)
     if helper is None or not use_helper(t.ctx, helper):
         return None
     linear_args = [cst.Arg(values["input_size"]), cst.Arg(values["output_size"])]
     linear_args += [keyword(k, values[k]) for k in _LINEAR_KEYWORDS if k in values]
     linear = _built("torch.nn.Linear", linear_args, "init_method" in values, t)
-    args = [cst.Arg(linear)]
+    args = [cst.Arg(linear)] + ([keyword("stride", stride)] if strided and stride else [])
     args += [keyword(k, values[k]) for k in (params[3], "init_method") if k in values]
     args += [keyword(k, values[k]) for k in sequence_parallel]
     return cst.Call(func=cst.Name(helper), args=with_commas(args))

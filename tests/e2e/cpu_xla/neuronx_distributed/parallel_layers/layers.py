@@ -28,11 +28,14 @@ from neuronx_distributed.parallel_layers.parallel_state import (
 from neuronx_distributed.parallel_layers.utils import divide
 
 
-def _master_part(shape, per_partition, dim, init, dtype):
+def _master_part(shape, per_partition, dim, init, dtype, stride=1):
+    """This rank's part of a master weight filled at full size: with a stride, the master split
+    in `per_partition // stride` chunks and the rank's every world-size-th chunk concatenated."""
     master = torch.empty(shape, dtype=dtype)
     init(master)
-    parts = torch.split(master, per_partition, dim=dim)
-    return parts[get_tensor_model_parallel_rank()].clone()
+    chunks = torch.split(master, divide(per_partition, stride), dim=dim)
+    mine = chunks[get_tensor_model_parallel_rank() :: get_tensor_model_parallel_size()]
+    return torch.cat(mine, dim=dim).clone()
 
 
 class _Parallel(torch.nn.Module):
@@ -69,7 +72,9 @@ class ColumnParallelLinear(_Parallel):
         self.arg_init_method = init_method
         per_partition = divide(output_size, get_tensor_model_parallel_size())
         self.weight = Parameter(
-            _master_part((output_size, input_size), per_partition, 0, self._init_weight, dtype)
+            _master_part(
+                (output_size, input_size), per_partition, 0, self._init_weight, dtype, stride
+            )
         )
         if bias:
             self.bias = Parameter(
