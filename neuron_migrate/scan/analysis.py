@@ -7,8 +7,12 @@ import warnings
 from functools import partial
 
 from neuron_migrate.project.source import syntax_error
-from neuron_migrate.scan.analyzer.classify import classify_sites, reported_method
-from neuron_migrate.scan.analyzer.sites import find_module_sites
+from neuron_migrate.scan.analyzer.classify import (
+    classify_sites,
+    reference_verdict,
+    reported_method,
+)
+from neuron_migrate.scan.analyzer.sites import scan_sites
 from neuron_migrate.scan.findings import FileError, FileResult
 from neuron_migrate.scan.scan_data import Context
 from neuron_migrate.scan.time_budget import OverBudget, budget_s, time_budget
@@ -42,8 +46,10 @@ def _analyzed(
         return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
     try:
         methods = partial(reported_method, context)
-        sites, compiles = find_module_sites(text, tree, compiled_from, methods)
-        classified = classify_sites(context, display, text, sites)
+        references = partial(reference_verdict, context)
+        found = scan_sites(text, tree, compiled_from, methods, references)
+        torch = found.refers_to_torch or None
+        classified = classify_sites(context, display, text, found.sites, torch, found.unmapped)
     except RecursionError:
         return FileResult(
             display, error=FileError(display, "too deeply nested to analyze", "internal")
@@ -57,5 +63,5 @@ def _analyzed(
         display,
         findings=tuple(classified.findings),
         unmapped_apis=dict(classified.unmapped_apis),
-        compiles=compiles,
+        compiles=found.imported,
     )

@@ -1,6 +1,7 @@
 """The scan makes no site of a method call its classification could never report (`x.append()`
-is no Tensor method), and finds the rule of a name by its own dotted prefixes: both only make
-the scan cheaper, so every fixture's findings must be the same as without them."""
+is no Tensor method) nor of a torch reference it could only count or drop (`torch.Tensor` in an
+annotation, a call the API map lacks), and finds the rule of a name by its own dotted prefixes:
+all only make the scan cheaper, so every fixture's findings must be the same as without them."""
 
 from __future__ import annotations
 
@@ -12,8 +13,22 @@ import pytest
 
 from neuron_migrate.matrix.versions import newest_version
 from neuron_migrate.ruleset import load_ruleset
-from neuron_migrate.scan.analyzer.classify import classify_sites, reported_method
-from neuron_migrate.scan.analyzer.sites import _SiteFinder, find_module_sites, find_sites
+from neuron_migrate.scan.analyzer.classify import (
+    classify_sites,
+    reference_verdict,
+    reported_method,
+)
+from neuron_migrate.scan.analyzer.sites import (
+    REPORTED,
+    UNMAPPED,
+    UNREPORTED,
+    Site,
+    _SiteFinder,
+    find_module_sites,
+    find_sites,
+    scan_sites,
+    torch_api,
+)
 from neuron_migrate.scan.scan_data import Context, context_for
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -27,11 +42,20 @@ def context() -> Context:
 
 def _findings(context: Context, path: Path, pruned: bool) -> tuple[object, ...]:
     text = path.read_text(encoding="utf-8", errors="replace")
-    tree = ast.parse(text)
-    methods = partial(reported_method, context) if pruned else None
-    sites, _ = find_module_sites(text, tree, None, methods)
-    out = classify_sites(context, path.name, text, sites)
-    return (tuple(out.findings), dict(out.unmapped_apis))
+    return _classified(context, text, path.name, pruned)
+
+
+def _classified(context: Context, text: str, name: str, pruned: bool) -> tuple[object, ...]:
+    """The findings and the unmapped calls (in their order) as the scan reports them."""
+    if not pruned:
+        sites, _ = find_module_sites(text)
+        out = classify_sites(context, name, text, sites)
+        return (tuple(out.findings), list(out.unmapped_apis.items()))
+    methods = partial(reported_method, context)
+    found = scan_sites(text, None, None, methods, partial(reference_verdict, context))
+    torch = found.refers_to_torch or None
+    out = classify_sites(context, name, text, found.sites, torch, found.unmapped)
+    return (tuple(out.findings), list(out.unmapped_apis.items()))
 
 
 def _parses(path: Path) -> bool:
@@ -121,3 +145,69 @@ def test_every_fixture_finds_the_same_idioms_without_the_gate(
 )
 def test_an_idiom_spelled_unlike_its_value_is_found(source: str, idiom: str) -> None:
     assert idiom in {s.idiom for s in find_sites(source) if s.kind == "idiom"}
+
+
+def test_a_torch_reference_classification_drops_has_no_site(context: Context) -> None:
+    source = (
+        "import torch\n"
+        "def f(x: torch.Tensor, n) -> torch.Tensor:\n"  # names: nothing comes of them
+        "    torch._check(n > 0)\n"  # a call the API map lacks: counted
+        "    y = torch.zeros(n, dtype=torch.float32)\n"  # a dtype object: nothing
+        "    torch._check(n < 9)\n"
+        "    return y.sort()\n"  # placed on the host all the same: `y` is made there
+    )
+    found = scan_sites(
+        source, None, None, partial(reported_method, context), partial(reference_verdict, context)
+    )
+    kept = [(s.kind, s.qualname or s.detail, s.placement) for s in found.sites]
+    assert kept == [("call", "torch.zeros", "host"), ("method", "sort", "host")]
+    assert [api for _, api in found.unmapped] == ["torch._check"] * 2
+    assert found.refers_to_torch
+    everything = [(s.kind, s.qualname or s.detail) for s in find_module_sites(source)[0]]
+    assert ("name", "torch.Tensor") in everything
+    assert ("call", "torch._check") in everything
+    assert _classified(context, source, "f.py", True) == _classified(context, source, "f.py", False)
+
+
+def test_a_module_whose_torch_references_all_go_still_reads_as_torch(context: Context) -> None:
+    """Its method calls are classified as Tensor methods only in a module that uses torch: the
+    one reference that says so has no site of its own."""
+    source = "import torch\nT = torch.Tensor\n\ndef f(x):\n    return x.double()\n"
+    found = scan_sites(
+        source, None, None, partial(reported_method, context), partial(reference_verdict, context)
+    )
+    assert [s.kind for s in found.sites] == ["method"]
+    pruned = _classified(context, source, "f.py", True)
+    assert pruned == _classified(context, source, "f.py", False)
+    assert pruned[0], "x.double() is reported as a float64 method"
+
+
+def _classify_one(context: Context, qualname: str, kind: str) -> tuple[object, ...]:
+    site = Site(kind, 3, 4, 3, 20, qualname=qualname, placement="device")
+    out = classify_sites(context, "f.py", "import torch\n\n    x\n", [site], True)
+    return (tuple(out.findings), dict(out.unmapped_apis))
+
+
+def test_the_reference_verdict_is_what_classification_makes_of_every_api(
+    context: Context,
+) -> None:
+    """Every API the matrix, the API map and the rules name (and names none of them knows):
+    a name or call judged UNREPORTED gives nothing, an UNMAPPED one only its count as a call."""
+    names = {"torch.no_such_api", "torch", "functorch.vmap", "torch.compile", "torch.fft.fft"}
+    names |= set(context.api_map.apis) | set(context.api_map.modules) | set(context.matrix.apis)
+    names |= {rule.namespace + ".x" for rule in context.matrix.namespaces}
+    names |= {"torch.float32", "torch.long", "torch.float64", "torch.channels_last"}
+    verdicts = set()
+    for qualname in sorted(n for n in names if n.startswith(("torch", "functorch"))):
+        verdict = reference_verdict(context, torch_api(qualname))
+        verdicts.add(verdict)
+        name, call = (
+            _classify_one(context, qualname, "name"),
+            _classify_one(context, qualname, "call"),
+        )
+        if verdict == UNREPORTED:
+            assert name == call == ((), {}), qualname
+        elif verdict == UNMAPPED:
+            assert name == ((), {}), qualname
+            assert call == ((), {torch_api(qualname): 1}), qualname
+    assert verdicts == {REPORTED, UNREPORTED, UNMAPPED}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.ruleset import Rule
@@ -15,7 +16,7 @@ from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
 from neuron_migrate.scan.analyzer.fixability import fix_blocker, follower_blocker, needed_by
 from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
-from neuron_migrate.scan.analyzer.sites import Site
+from neuron_migrate.scan.analyzer.sites import REPORTED, UNMAPPED, UNREPORTED, Site, Span
 from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
 
@@ -571,11 +572,50 @@ def reported_method(ctx: Context, name: str) -> bool:
     )
 
 
-def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> FileClassification:
+def reference_verdict(ctx: Context, qualname: str) -> str:
+    """What `_Classifier.classify_torch` makes of a reference to `qualname` (a torch or
+    functorch API), asked ahead: REPORTED where a finding may come of it, UNMAPPED where the
+    API map does not know it (a call is counted in `unmapped_apis`, a name gives nothing),
+    UNREPORTED where nothing comes of it (a dtype object). The scan makes no site of the last
+    two: most references in torch's own sources (`torch.Tensor` in an annotation,
+    `torch._check(...)`) are such. `qualname` is as `classify_torch` reads it (`torch_api`)."""
+    advice = ctx.rules.for_reference(qualname)
+    if advice is not None and advice.keeps:
+        return REPORTED
+    if ctx.matrix.namespace_status(qualname) is not None:
+        return REPORTED
+    row = ctx.matrix.api_status(qualname)
+    if row is not None and row.status in ("native", "unsupported"):
+        return REPORTED
+    if qualname in _FLOAT64_NAMES:
+        return REPORTED
+    if qualname in _DTYPE_NAMES:
+        return UNREPORTED
+    if qualname in _MEMORY_FORMATS:
+        found = ctx.matrix.memory_format_status(_MEMORY_FORMATS[qualname]) is not None
+        return REPORTED if found else UNREPORTED
+    if qualname == "torch.compile":
+        return REPORTED  # its call's arguments are read
+    return REPORTED if ctx.api_map.aten_for(qualname) is not None else UNMAPPED
+
+
+def classify_sites(
+    ctx: Context,
+    path: str,
+    source: str,
+    sites: list[Site],
+    imports_torch: bool | None = None,
+    unmapped: Sequence[tuple[Span, str]] = (),
+) -> FileClassification:
+    """`imports_torch`: whether the module refers to torch or torch_xla, where `sites` may
+    leave out what says so (`reference_verdict`); None: read from `sites`. `unmapped`: calls
+    of torch APIs the API map lacks, left without a site (their would-be span, the API, in
+    order), counted in their turn among the sites'."""
     lines = source.splitlines()
-    imports_torch = any(
-        s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
-    )
+    if imports_torch is None:
+        imports_torch = any(
+            s.qualname and s.qualname.partition(".")[0] in ("torch", "torch_xla") for s in sites
+        )
     sites = settle_meanings(sites, ctx.rules)
     classifier = _Classifier(ctx, path, lines, imports_torch)
     classifier.xla_calls = {
@@ -583,8 +623,17 @@ def classify_sites(ctx: Context, path: str, source: str, sites: list[Site]) -> F
         for s in sites
         if s.kind == "call" and s.call_span and (s.qualname or "").startswith("torch_xla")
     }
+    counts = classifier.out.unmapped_apis
+    pending = iter(unmapped)
+    waiting = next(pending, None)
     for site in sites:
+        while waiting is not None and (waiting[0], "call") < (site.span, site.kind):
+            counts[waiting[1]] += 1
+            waiting = next(pending, None)
         classifier.classify(site)
+    while waiting is not None:
+        counts[waiting[1]] += 1
+        waiting = next(pending, None)
     classifier.settle_side_effect_imports()
     classifier.settle_guarded_imports(source)
     return classifier.out

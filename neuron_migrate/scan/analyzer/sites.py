@@ -107,6 +107,11 @@ _SPAWNS = frozenset(
     }
 )
 _ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv"})
+# What classification makes of a reference to a torch API, told by its qualified name alone (the
+# scan's `references` predicate, `classify.reference_verdict`): findings maybe; nothing; only a
+# count, for a call the API map lacks (`unmapped_apis`). The last two get no site in a scan.
+REPORTED, UNREPORTED, UNMAPPED = "reported", "unreported", "unmapped"
+_PRUNED_ROOTS = ("torch", "functorch")
 
 Span = tuple[int, int, int, int]
 
@@ -557,13 +562,32 @@ def _in_annotation(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
 _NO_SITE = -1
 
 
+def torch_api(qualname: str) -> str:
+    """The name classification reads a torch API by: functorch's as torch.func's."""
+    if qualname.startswith("functorch"):
+        return "torch.func" + qualname[len("functorch") :]
+    return qualname
+
+
 class _SiteFinder:
     def __init__(
-        self, source: str, tree: ast.Module, methods: Callable[[str], bool] | None = None
+        self,
+        source: str,
+        tree: ast.Module,
+        methods: Callable[[str], bool] | None = None,
+        references: Callable[[str], str] | None = None,
     ) -> None:
         self.model = NameModel(tree, _IDIOM_STRINGS.search)
         # The method names worth a site (None: every one): what the caller can report.
         self.methods = methods
+        # What a reference to a torch API comes to (REPORTED, ...; None: every one a site).
+        self.references = references
+        self._verdicts: dict[str, str] = {}
+        # The calls left without a site that classification counts as unmapped: (the span
+        # their site would have had, the API).
+        self.unmapped: list[tuple[Span, str]] = []
+        # A torch reference was left without a site (classification asks whether any is).
+        self.refers_to_torch = False
         self.tree = tree
         # What this module's compiles reach in other modules (`compiled.imported_compiles`).
         self.imported: tuple[Imported, ...] = ()
@@ -751,6 +775,13 @@ class _SiteFinder:
             and _is_test(chain, parent, self.model.parents)
         ):
             return  # `if xr is not None:` reads the module object, it uses no API
+        if (
+            self.references is not None
+            and qualname is not None
+            and qualname.startswith(_PRUNED_ROOTS)
+            and self._unreported(chain, parent if is_call else None, qualname)  # type: ignore[arg-type]
+        ):
+            return
 
         fields: dict[str, object] = {
             "qualname": qualname or _most_relevant(resolution.qualnames),
@@ -774,6 +805,28 @@ class _SiteFinder:
                 if qualname.partition(".")[0] == "torch":
                     self.placed_calls.append((len(self.sites), parent))
         self.site("call" if is_call else "name", chain, **fields)
+
+    def _unreported(self, chain: ast.expr, call: ast.Call | None, qualname: str) -> bool:
+        """Whether a reference to a torch API gets no site (`references`): what its site would
+        have done for the rest of the scan is done here (a call is named and placed in its
+        turn, an unmapped one counted)."""
+        root = qualname.partition(".")[0]
+        if root not in _PRUNED_ROOTS:
+            return False
+        verdict = self._verdicts.get(qualname)
+        if verdict is None:
+            assert self.references is not None
+            verdict = self._verdicts[qualname] = self.references(torch_api(qualname))
+        if verdict == REPORTED:
+            return False
+        self.refers_to_torch = self.refers_to_torch or root == "torch"
+        if call is not None:
+            self.call_qualnames[id(call)] = qualname
+            if root == "torch":
+                self.placed_calls.append((_NO_SITE, call))
+            if verdict == UNMAPPED:
+                self.unmapped.append((self.columns.span(chain), torch_api(qualname)))
+        return True
 
     def _wrapper_internals_read(self, call: ast.Call, scope: Scope) -> bool:
         """`MODEL = xmp.MpModelWrapper(m)` whose MODEL is read as the wrapper (`MODEL._model`):
@@ -1433,9 +1486,32 @@ def find_module_sites(
     """`find_sites`, with the regions other modules compile (`compiled_from`: name -> where)
     marked, and what this module's compiles reach in other modules. `methods`: the method
     names worth a site (a scan's classification ignores the rest); None: every one."""
+    found = scan_sites(source, tree, compiled_from, methods)
+    return found.sites, found.imported
+
+
+class ScanSites(NamedTuple):
+    sites: list[Site]
+    imported: tuple[Imported, ...]
+    # The calls to torch APIs the API map lacks, left without a site: (the span their site
+    # would have had, the API), in order (`classify_sites` counts them in their turn).
+    unmapped: list[tuple[Span, str]]
+    refers_to_torch: bool  # a reference to torch was left without a site
+
+
+def scan_sites(
+    source: str,
+    tree: ast.Module | None = None,
+    compiled_from: dict[str, str] | None = None,
+    methods: Callable[[str], bool] | None = None,
+    references: Callable[[str], str] | None = None,
+) -> ScanSites:
+    """`find_module_sites`, with `references`: what a reference to a torch API comes to
+    (REPORTED, UNREPORTED, UNMAPPED; `classify.reference_verdict`); only the reported ones get
+    a site, the unmapped calls are counted. None: every reference gets a site."""
     if tree is None:
         tree = ast.parse(source)
-    finder = _SiteFinder(source, tree, methods)
+    finder = _SiteFinder(source, tree, methods, references)
     finder.find_references()
     finder.find_imports()
     finder.find_chained_methods()
@@ -1443,4 +1519,5 @@ def find_module_sites(
     finder.place_calls()
     finder.mark_compiled(compiled_from or {})
     ordered = sorted(finder.sites, key=lambda s: (s.line, s.col, s.end_line, s.end_col, s.kind))
-    return ordered, finder.imported
+    unmapped = sorted(finder.unmapped)
+    return ScanSites(ordered, finder.imported, unmapped, finder.refers_to_torch)
