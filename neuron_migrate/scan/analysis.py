@@ -9,7 +9,7 @@ from functools import partial
 from neuron_migrate.project.source import syntax_error
 from neuron_migrate.scan.analyzer.classify import (
     classify_sites,
-    reference_verdict,
+    reference_verdicts,
     reported_method,
 )
 from neuron_migrate.scan.analyzer.sites import scan_sites
@@ -46,7 +46,7 @@ def _analyzed(
         return FileResult(display, error=FileError(display, f"cannot parse: {exc}", "syntax"))
     try:
         methods = partial(reported_method, context)
-        references = partial(reference_verdict, context)
+        references = reference_verdicts(context)
         found = scan_sites(text, tree, compiled_from, methods, references)
         torch = found.refers_to_torch or None
         classified = classify_sites(context, display, text, found.sites, torch, found.unmapped)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.ruleset import Rule
@@ -597,6 +597,26 @@ def reference_verdict(ctx: Context, qualname: str) -> str:
     if qualname == "torch.compile":
         return REPORTED  # its call's arguments are read
     return REPORTED if ctx.api_map.aten_for(qualname) is not None else UNMAPPED
+
+
+# Each context's verdicts, by qualified name: a worker judges each API once, not once a file.
+_VERDICTS: dict[int, tuple[Context, dict[str, str]]] = {}
+
+
+def reference_verdicts(ctx: Context) -> Callable[[str], str]:
+    """`reference_verdict` for `ctx`, each qualified name judged once in the process."""
+    entry = _VERDICTS.get(id(ctx))
+    if entry is None or entry[0] is not ctx:
+        entry = _VERDICTS[id(ctx)] = (ctx, {})
+    known = entry[1]
+
+    def verdict(qualname: str) -> str:
+        found = known.get(qualname)
+        if found is None:
+            found = known[qualname] = reference_verdict(ctx, qualname)
+        return found
+
+    return verdict
 
 
 def classify_sites(
