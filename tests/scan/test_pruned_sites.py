@@ -13,9 +13,12 @@ import pytest
 
 from neuron_migrate.matrix.versions import newest_version
 from neuron_migrate.ruleset import load_ruleset
+from neuron_migrate.scan.analyzer import placement
+from neuron_migrate.scan.analyzer import sites as sites_module
 from neuron_migrate.scan.analyzer.classify import (
     classify_sites,
     reference_verdict,
+    reference_verdicts,
     reported_method,
 )
 from neuron_migrate.scan.analyzer.sites import (
@@ -211,3 +214,58 @@ def test_the_reference_verdict_is_what_classification_makes_of_every_api(
             assert name == ((), {}), qualname
             assert call == ((), {torch_api(qualname): 1}), qualname
     assert verdicts == {REPORTED, UNREPORTED, UNMAPPED}
+
+
+# A cycle of assignments whose placements depend on where it is entered first: `y.foo()` (a
+# call with no site) enters it at `y` and makes the torch.abs a host op; entered at torch.abs
+# itself, the cut makes it unknown.
+_CYCLE = (
+    "import torch\n"
+    "def f():\n"
+    "    for _ in range(3):\n"
+    "        y.foo()\n"
+    "        x = torch.abs(y)\n"
+    "        y = x.foo()\n"
+    "    return x.sort()\n"
+)
+
+
+def _placements(context: Context, source: str) -> list[tuple[int, str | None, str]]:
+    methods = partial(reported_method, context)
+    found = scan_sites(source, None, None, methods, reference_verdicts(context))
+    return [(s.line, s.qualname or s.detail, s.placement) for s in found.sites]
+
+
+def test_calls_without_a_site_are_placed_in_turn_where_a_cycle_is_cut(
+    context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sites' calls are placed alone first; where that cut a cycle, every call is placed
+    in turn again, so each site gets the placement it gets with every call a site."""
+    everything = {(s.line, s.qualname or s.detail): s.placement for s in find_sites(_CYCLE)}
+    pruned = _placements(context, _CYCLE)
+    assert pruned == [(5, "torch.abs", "host"), (7, "sort", "host")]
+    assert all(everything[line, name] == placed for line, name, placed in pruned)
+    # ... which the sites' calls alone do not give: the test reaches the second placement
+    monkeypatch.setattr(placement.Placer, "order_free", property(lambda self: True))
+    assert _placements(context, _CYCLE) == [(5, "torch.abs", "unknown"), (7, "sort", "unknown")]
+
+
+def test_a_chain_too_deep_to_follow_places_every_call_in_turn(
+    context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How deep a chain can be followed depends on what earlier placements left known: a
+    placement that gave up sends the module to the placement of every call in turn."""
+    calls: list[bool] = []
+    real = sites_module._SiteFinder._placements
+
+    def recorded(self: object, calls_: object, sites_only: bool) -> object:
+        calls.append(sites_only)
+        return real(self, calls_, sites_only)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sites_module._SiteFinder, "_placements", recorded)
+    links = 3000
+    source = "import torch\nx0 = torch.zeros(2)\n"
+    source += "".join(f"x{i} = x{i - 1}.foo()\n" for i in range(1, links))
+    source += f"x{links - 2}.foo()\ny = x{links - 1}.sort()\n"
+    _placements(context, source)
+    assert calls == [True, False]

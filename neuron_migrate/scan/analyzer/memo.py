@@ -21,10 +21,13 @@ V = TypeVar("V")
 
 
 class Memo(Generic[V]):
-    __slots__ = ("_active", "_cut", "_final", "_lows", "_provisional")
+    __slots__ = ("_active", "_cut", "_final", "_lows", "_provisional", "cuts")
 
     def __init__(self, cut: V) -> None:
         self._cut = cut
+        # How many times a cycle was cut: while none was, every result is the same whatever
+        # the order of the questions asked.
+        self.cuts = 0
         self._final: dict[Hashable, V] = {}
         self._provisional: dict[Hashable, tuple[V, int]] = {}  # value, the depth it leant on
         self._active: dict[Hashable, int] = {}  # keys being computed, by depth
@@ -44,6 +47,7 @@ class Memo(Generic[V]):
         depth = self._active.get(key)
         if depth is not None:
             lows[-1] = min(lows[-1], depth)
+            self.cuts += 1
             return self._cut
         depth = len(lows)
         self._active[key] = depth

@@ -118,6 +118,7 @@ class Placer:
         self._memo: Memo[str] = Memo(cut=NONE)  # a cycle (`x = x + 1`): the other values decide
         self._devices: dict[tuple[object, int], str] = {}  # device_value of a name, by depth
         self._classes: dict[int, dict[str, list[ast.expr]]] | None = None  # self.NAME values
+        self.gave_up = False  # a chain was too deep to follow (`runs_on`)
 
     def runs_on(self, call: ast.Call) -> str:
         """Where a call's own op runs: a factory where it makes its tensor, a method where
@@ -125,7 +126,16 @@ class Placer:
         try:
             return self._runs_on(call)
         except RecursionError:  # a chain of values deeper than Python's stack can follow
+            self.gave_up = True
             return UNKNOWN
+
+    @property
+    def order_free(self) -> bool:
+        """Whether every answer so far is the one any order of the same questions, or any
+        questions asked before them, would give: no cycle was cut (a cut placement depends
+        on where its cycle was entered first) and no chain was too deep to follow (how deep
+        depends on what earlier questions left known)."""
+        return not self._memo.cuts and not self.gave_up
 
     def _runs_on(self, call: ast.Call) -> str:
         func = call.func

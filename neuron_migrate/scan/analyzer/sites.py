@@ -1457,19 +1457,41 @@ class _SiteFinder:
         """Stamp each torch call and method call with where it runs (host, device, unknown)."""
         if not self.placed_calls:
             return
-        placer = Placer(self.model, lambda node: self.chain_qualnames.get(id(node)))
-        placer.default_device = any(
-            q == "torch.set_default_device" for q in self.call_qualnames.values()
-        )
+        # The calls without a site are placed only for the order of the questions, which
+        # matters only where a cycle is cut or a chain is too deep (`Placer.order_free`):
+        # the sites' calls alone first, all of them in turn only where that happened.
+        placements = self._placements(self.placed_calls, sites_only=True)
+        if placements is None:
+            placements = self._placements(self.placed_calls, sites_only=False)
+        assert placements is not None
         sites = self.sites
-        for index, call in self.placed_calls:
-            placement = placer.runs_on(call)
-            if index == _NO_SITE:
-                continue
+        for index, placement in placements:
             if placement not in (HOST, DEVICE):
                 placement = UNKNOWN
             site = sites[index]
             sites[index] = _make_site((*site[:_PLACEMENT], placement, *site[_PLACEMENT + 1 :]))
+
+    def _placements(
+        self, calls: list[tuple[int, ast.Call]], sites_only: bool
+    ) -> list[tuple[int, str]] | None:
+        """Each site's index with where its call runs; None when placing only the sites'
+        calls may give other answers than placing every call in turn."""
+        placer = Placer(self.model, lambda node: self.chain_qualnames.get(id(node)))
+        placer.default_device = any(
+            q == "torch.set_default_device" for q in self.call_qualnames.values()
+        )
+        placements: list[tuple[int, str]] = []
+        skipped = False
+        for index, call in calls:
+            if index == _NO_SITE:
+                skipped = skipped or sites_only
+                if not sites_only:
+                    placer.runs_on(call)
+                continue
+            placements.append((index, placer.runs_on(call)))
+        if skipped and not placer.order_free:
+            return None
+        return placements
 
 
 def find_sites(source: str, tree: ast.Module | None = None) -> list[Site]:
