@@ -494,14 +494,18 @@ def nxd_device_mesh(rule: Rule, site: Site) -> str:
 
 def nxd_mesh_query(rule: Rule, site: Site) -> str:
     """A parallel_state rank / size / group question: the group as itself (`as_list=False`), or
-    as XLA's replica groups (`as_list=True`) where the rule says which ones."""
+    as XLA's replica groups (`as_list=True`) where the rule says which ones; a replica-groups
+    function (the `.as_list` option alone) takes no argument."""
+    name = (site.qualname or "").rsplit(".", 1)[-1]
+    rewrite = rule.rewrite
+    if rewrite and rewrite.option(name) is None and rewrite.option(f"{name}.as_list"):
+        return "" if bind_site(site.call_args, ()) is not None else _UNBOUND
     values = bind_site(site.call_args, ("as_list",))
     if values is None:
         return _UNBOUND
     as_list = values.get("as_list")
     if as_list is None or as_list.is_literal("False"):
         return ""
-    name = (site.qualname or "").rsplit(".", 1)[-1]
     if as_list.is_literal("True") and rule.rewrite and rule.rewrite.option(f"{name}.as_list"):
         return ""
     return "the group as a list of ranks, known only at run time: a person decides"

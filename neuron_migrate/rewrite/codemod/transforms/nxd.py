@@ -42,11 +42,12 @@ def nxd_mesh_query(t: CallTarget) -> cst.BaseExpression | None:
     """get_tensor_model_parallel_rank() -> neuron_device_mesh()["tp"].get_local_rank(), and so
     on: the rule's option for the function names the mesh dimension and the method. A group
     asked for as_list=True is every replica group of that kind, the mesh's rows or columns: the
-    `NAME.as_list` option is the expression on the mesh."""
+    `NAME.as_list` option is the expression on the mesh, and a function with that option alone
+    (get_data_parallel_replica_groups()) always returns the list."""
     assert t.rule.rewrite is not None
     name = last_component(t.site.qualname or "")
     as_list = bound_arguments(t.call, ("as_list",)).get("as_list")
-    if as_list is not None and not _is_false(as_list):
+    if t.rule.rewrite.option(name) is None or (as_list is not None and not _is_false(as_list)):
         replica_groups = t.rule.rewrite.option(f"{name}.as_list")
         if replica_groups is None or not use_helper(t.ctx, "neuron_device_mesh"):
             return None

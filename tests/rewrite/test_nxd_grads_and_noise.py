@@ -1,0 +1,39 @@
+"""NxD's replica-group queries, its grads module, its message and arithmetic helpers and its
+vocabulary-parallel cross entropy: which calls become native code and which stay marked. That
+the migrated gradient helpers and loss compute what NxD's did is shown by running them on two
+ranks (tests/e2e/test_nxd_grads.py)."""
+
+from __future__ import annotations
+
+from neuron_migrate.rewrite.codemod.engine import rewrite_source
+
+HEADER = """\
+import torch
+from neuronx_distributed.parallel_layers import parallel_state
+"""
+
+
+def _statuses(source: str) -> list[tuple[str, str]]:
+    return sorted((o.code, o.status) for o in rewrite_source(source).outcomes)
+
+
+def test_replica_group_queries_become_the_meshs_rows_and_columns() -> None:
+    """get_data_parallel_replica_groups() is what get_data_parallel_group(as_list=True) returns
+    in NxD (its _DATA_PARALLEL_GROUP_SPMD), and the tensor-parallel one likewise."""
+    source = HEADER + (
+        "dp_groups = parallel_state.get_data_parallel_replica_groups()\n"
+        "tp_groups = parallel_state.get_tensor_model_parallel_replica_groups()\n"
+    )
+    assert _statuses(source) == [("NM836", "rewritten"), ("NM836", "rewritten")]
+    new = rewrite_source(source).new
+    assert "dp_groups = neuron_device_mesh().mesh.T.tolist()\n" in new
+    assert "tp_groups = neuron_device_mesh().mesh.tolist()\n" in new
+    assert "neuronx_distributed" not in new
+
+
+def test_pipeline_replica_groups_and_odd_calls_stay_marked() -> None:
+    source = HEADER + (
+        "pp_groups = parallel_state.get_pipeline_model_parallel_replica_groups()\n"
+        "dp_groups = parallel_state.get_data_parallel_replica_groups(extra)\n"
+    )
+    assert _statuses(source) == [("NM830", "marked"), ("NM836", "marked")]
