@@ -37,3 +37,30 @@ def test_pipeline_replica_groups_and_odd_calls_stay_marked() -> None:
         "dp_groups = parallel_state.get_data_parallel_replica_groups(extra)\n"
     )
     assert _statuses(source) == [("NM830", "marked"), ("NM836", "marked")]
+
+
+GRADS = "from neuronx_distributed.parallel_layers import grads\n"
+
+
+def test_clipping_and_the_data_parallel_mean_become_helpers() -> None:
+    source = GRADS + (
+        "norm = grads.clip_grad_norm(model.parameters(), 1.0, norm_type=2, force_spmd=False)\n"
+        "norm = grads.clip_grad_norm(params, 1.0, zero1_optimizer=False)\n"
+        "grads.bucket_allreduce_gradients(grad_list)\n"
+    )
+    assert _statuses(source) == [("NM870", "rewritten")] * 3
+    new = rewrite_source(source).new
+    assert "neuron_clip_grad_norm(model.parameters(), 1.0, norm_type=2, force_spmd=False)" in new
+    assert "norm = neuron_clip_grad_norm(params, 1.0)\n" in new
+    assert "neuron_bucket_allreduce_gradients(grad_list)\n" in new
+    assert "torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)" in new
+    assert "neuronx_distributed" not in new
+
+
+def test_zero1_clipping_and_the_rest_of_grads_stay_marked() -> None:
+    source = GRADS + (
+        "grads.clip_grad_norm(params, 1.0, zero1_optimizer=True)\n"
+        "grads.clip_grad_norm(params, 1.0, zero1_optimizer_groups=groups)\n"
+        "grads.param_is_not_shared(param)\n"
+    )
+    assert _statuses(source) == [("NM833", "marked"), ("NM870", "marked"), ("NM870", "marked")]

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.rewrite.codemod import gqa_helpers, sp_helpers, tp_helpers, trainer_helpers
+from neuron_migrate.rewrite.codemod import (
+    gqa_helpers,
+    nxd_grads_helpers,
+    sp_helpers,
+    tp_helpers,
+    trainer_helpers,
+)
 from neuron_migrate.rewrite.codemod.context import FileContext
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 
@@ -496,6 +502,8 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_scatter_to_tp_region", tp_helpers.SCATTER_TO_REGION, uses=_MESH),
         Helper("neuron_gather_from_tp_region", tp_helpers.GATHER_FROM_REGION, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
+        Helper("neuron_clip_grad_norm", nxd_grads_helpers.CLIP_GRAD_NORM),
+        Helper("neuron_bucket_allreduce_gradients", nxd_grads_helpers.BUCKET_ALLREDUCE, uses=_MESH),
         *_TRAINER,
         Helper("neuron_column_parallel_sp", sp_helpers.COLUMN_PARALLEL_SP, uses=_SP_COLUMN),
         Helper("neuron_row_parallel_sp", sp_helpers.ROW_PARALLEL_SP, uses=_SP_ROW),

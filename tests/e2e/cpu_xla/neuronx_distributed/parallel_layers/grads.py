@@ -42,7 +42,15 @@ def get_grad_norm(parameters, norm_type=2):
     return total ** (1.0 / norm_type)
 
 
-def clip_grad_norm(parameters, max_norm, norm_type=2):
+def clip_grad_norm(
+    parameters,
+    max_norm,
+    norm_type=2,
+    zero1_optimizer=False,
+    zero1_optimizer_groups=None,
+    force_spmd=True,
+):
+    assert not zero1_optimizer and zero1_optimizer_groups is None, "not in the stand-in"
     parameters = list(parameters)
     total_norm = get_grad_norm(parameters, norm_type)
     clip_coeff = max_norm / (total_norm + 1.0e-6)

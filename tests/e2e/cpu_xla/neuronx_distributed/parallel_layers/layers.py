@@ -38,6 +38,14 @@ def _master_part(shape, per_partition, dim, init, dtype, stride=1):
     return torch.cat(mine, dim=dim).clone()
 
 
+def _tp_weight(part, dim, stride=1):
+    """`part` as a Parameter marked tensor_model_parallel, as NxD's _initialize_parameter_cpu
+    marks a weight it splits (grads.clip_grad_norm counts such a part on every rank)."""
+    weight = Parameter(part)
+    weight.tensor_model_parallel, weight.partition_dim, weight.partition_stride = True, dim, stride
+    return weight
+
+
 class _Parallel(torch.nn.Module):
     def _init_weight(self, weight):
         if self.arg_init_method is None:
@@ -71,10 +79,12 @@ class ColumnParallelLinear(_Parallel):
         self.sequence_dimension = 0 if sequence_dimension is None else sequence_dimension
         self.arg_init_method = init_method
         per_partition = divide(output_size, get_tensor_model_parallel_size())
-        self.weight = Parameter(
+        self.weight = _tp_weight(
             _master_part(
                 (output_size, input_size), per_partition, 0, self._init_weight, dtype, stride
-            )
+            ),
+            0,
+            stride,
         )
         if bias:
             self.bias = Parameter(
@@ -119,8 +129,8 @@ class RowParallelLinear(_Parallel):
         self.sequence_dimension = 0 if sequence_dimension is None else sequence_dimension
         self.arg_init_method = init_method
         per_partition = divide(input_size, get_tensor_model_parallel_size())
-        self.weight = Parameter(
-            _master_part((output_size, input_size), per_partition, 1, self._init_weight, dtype)
+        self.weight = _tp_weight(
+            _master_part((output_size, input_size), per_partition, 1, self._init_weight, dtype), 1
         )
         if bias:
             self.bias = Parameter(torch.empty(output_size, dtype=dtype))
@@ -168,7 +178,7 @@ class ParallelEmbedding(torch.nn.Module):
         per_partition = divide(full[dim], size)
         self.start_index = get_tensor_model_parallel_rank() * per_partition
         self.end_index = self.start_index + per_partition
-        self.weight = Parameter(_master_part(full, per_partition, dim, init_method, dtype))
+        self.weight = _tp_weight(_master_part(full, per_partition, dim, init_method, dtype), dim)
 
     def forward(self, input_):
         if self.shard_across_embedding:
