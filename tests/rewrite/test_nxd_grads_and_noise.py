@@ -64,3 +64,65 @@ def test_zero1_clipping_and_the_rest_of_grads_stay_marked() -> None:
         "grads.param_is_not_shared(param)\n"
     )
     assert _statuses(source) == [("NM833", "marked"), ("NM870", "marked"), ("NM870", "marked")]
+
+
+def test_rank_messages_and_extra_heads_become_helpers() -> None:
+    """rmsg prefixed a message with the rank's place in the parallel groups; the number of
+    extra heads is arithmetic: neither needs NxD."""
+    source = (
+        "from neuronx_distributed.parallel_layers.parallel_state import rmsg\n"
+        "from neuronx_distributed.parallel_layers.pad import get_number_of_extra_heads\n"
+        "logger.warning(rmsg(f'{layers} do not exist'))\n"
+        "padded = heads + get_number_of_extra_heads(heads, tp_degree)\n"
+    )
+    assert _statuses(source) == [("NM871", "rewritten"), ("NM872", "rewritten")]
+    new = rewrite_source(source).new
+    assert "logger.warning(neuron_rmsg(f'{layers} do not exist'))\n" in new
+    assert "padded = heads + neuron_number_of_extra_heads(heads, tp_degree)\n" in new
+    assert "neuronx_distributed" not in new
+
+
+def _defined(source: str) -> dict:
+    namespace: dict = {}
+    exec(compile(rewrite_source(source).new, "<migrated>", "exec"), namespace)
+    return namespace
+
+
+def test_the_extra_heads_are_nxds_count() -> None:
+    source = (
+        "from neuronx_distributed.parallel_layers.pad import get_number_of_extra_heads\n"
+        "n = get_number_of_extra_heads(1, 1)\n"
+    )
+    extra = _defined(source)["neuron_number_of_extra_heads"]
+    # NxD's: 0 where tp_degree divides n_head, else what makes it divide
+    assert [extra(n, 4) for n in (4, 5, 6, 7, 8)] == [0, 3, 2, 1, 0]
+    assert extra(25, 8) == 7 and extra(24, 8) == 0
+
+
+def test_the_rank_message_is_prefixed_as_nxds() -> None:
+    """No process group and no mesh: rank 0 and -1 for the parallel ranks (NxD's
+    xm.get_ordinal() and its AssertionError fallback)."""
+    source = (
+        "from neuronx_distributed.parallel_layers.parallel_state import rmsg\nm = rmsg('hello')\n"
+    )
+    namespace = _defined(source)
+    assert namespace["m"] == "[rank_0_pp-1_tp-1_dp-1] hello"
+
+
+def test_the_rank_message_reads_the_mesh() -> None:
+    """With the mesh: its tensor- and data-parallel ranks, pipeline rank 0 (NxD's with one
+    pipeline stage)."""
+    namespace = _defined(
+        "from neuronx_distributed.parallel_layers.parallel_state import rmsg\n"
+        "def m():\n    return rmsg('hello')\n"
+    )
+
+    class Dim:
+        def __init__(self, rank: int) -> None:
+            self.rank = rank
+
+        def get_local_rank(self) -> int:
+            return self.rank
+
+    namespace["neuron_device_mesh"].mesh = {"tp": Dim(1), "dp": Dim(3)}
+    assert namespace["m"]() == "[rank_0_pp0_tp1_dp3] hello"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from neuron_migrate.rewrite.codemod import (
     gqa_helpers,
     nxd_grads_helpers,
+    nxd_util_helpers,
     sp_helpers,
     tp_helpers,
     trainer_helpers,
@@ -486,6 +487,8 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_nxd_logger", _NXD_LOGGER, ("logging", "os", "sys")),
         Helper("neuron_ensure_divisibility", _ENSURE_DIVISIBILITY, ()),
         Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
+        Helper("neuron_rmsg", nxd_util_helpers.RANK_MESSAGE, uses=_MESH),
+        Helper("neuron_number_of_extra_heads", nxd_util_helpers.EXTRA_HEADS, ()),
         Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
         Helper("neuron_now", _NOW, ()),
         Helper(STAND_IN, _NOT_MIGRATED, ()),
