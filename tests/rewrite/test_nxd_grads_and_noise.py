@@ -126,3 +126,26 @@ def test_the_rank_message_reads_the_mesh() -> None:
 
     namespace["neuron_device_mesh"].mesh = {"tp": Dim(1), "dp": Dim(3)}
     assert namespace["m"]() == "[rank_0_pp0_tp1_dp3] hello"
+
+
+LOSS = "from neuronx_distributed.parallel_layers.loss_functions import parallel_cross_entropy\n"
+
+
+def test_parallel_cross_entropy_and_its_alias_become_the_loss_parallel_helper() -> None:
+    source = LOSS + (
+        "loss = parallel_cross_entropy(logits, labels, label_smoothing=0.0)\n"
+        "loss_fct = parallel_cross_entropy\n"
+        "lm_loss = loss_fct(shift_logits.view(-1, vocab), labels.view(-1))\n"
+    )
+    assert _statuses(source) == [("NM873", "rewritten")] * 3
+    new = rewrite_source(source).new
+    assert "loss = neuron_parallel_cross_entropy(logits, labels)\n" in new
+    assert "loss_fct = neuron_parallel_cross_entropy\n" in new
+    assert "lm_loss = neuron_parallel_cross_entropy(shift_logits.view(-1, vocab), labels" in new
+    assert "with loss_parallel():" in new and "neuronx_distributed" not in new
+
+
+def test_label_smoothing_stays_marked() -> None:
+    """NxD smoothed by alpha * K / (K - 1) and loss_parallel refuses any smoothing."""
+    source = LOSS + "loss = parallel_cross_entropy(logits, labels, 0.1)\n"
+    assert _statuses(source) == [("NM873", "marked")]

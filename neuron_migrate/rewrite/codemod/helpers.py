@@ -488,6 +488,17 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_ensure_divisibility", _ENSURE_DIVISIBILITY, ()),
         Helper("neuron_divide", _DIVIDE, (), ("neuron_ensure_divisibility",)),
         Helper("neuron_rmsg", nxd_util_helpers.RANK_MESSAGE, uses=_MESH),
+        Helper(
+            "NeuronParallelCrossEntropy",
+            nxd_grads_helpers.PARALLEL_CROSS_ENTROPY_FUNCTION,
+            uses=_MESH,
+        ),
+        Helper(
+            "neuron_parallel_cross_entropy",
+            nxd_grads_helpers.PARALLEL_CROSS_ENTROPY,
+            (),
+            ("NeuronParallelCrossEntropy", *_MESH),
+        ),
         Helper("neuron_number_of_extra_heads", nxd_util_helpers.EXTRA_HEADS, ()),
         Helper("neuron_master_print", _MASTER_PRINT, ("os", "torch")),
         Helper("neuron_now", _NOW, ()),

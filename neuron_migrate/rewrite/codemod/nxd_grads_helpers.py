@@ -32,3 +32,46 @@ def neuron_bucket_allreduce_gradients(grads_list):
         if dp.size() > 1:
             torch.distributed.all_reduce(local, group=dp.get_group())
 '''
+
+# loss_parallel's sharded log-softmax and NLL need the context in the backward pass too, which
+# runs later, elsewhere: the autograd function re-enters it there.
+PARALLEL_CROSS_ENTROPY_FUNCTION = '''
+class NeuronParallelCrossEntropy(torch.autograd.Function):
+    """The per-token cross entropy of logits split by vocabulary over the mesh's "tp"
+    dimension (this rank's part, the last dimension): F.cross_entropy under loss_parallel() of
+    the parts as a Shard(-1) DTensor, forward and backward, without gathering the vocabulary."""
+
+    @staticmethod
+    def forward(ctx, vocab_parallel_logits, target):
+        from torch.distributed.tensor import DTensor, Shard
+        from torch.distributed.tensor.parallel import loss_parallel
+
+        mesh = neuron_device_mesh()["tp"]
+        with torch.enable_grad(), loss_parallel():
+            part = vocab_parallel_logits.detach().requires_grad_()
+            logits = DTensor.from_local(part, mesh, [Shard(part.dim() - 1)], run_check=False)
+            loss = torch.nn.functional.cross_entropy(
+                logits.flatten(0, -2), target.flatten(), reduction="none"
+            ).to_local()
+        ctx.part, ctx.loss = part, loss
+        return loss.detach().view_as(target)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from torch.distributed.tensor.parallel import loss_parallel
+
+        with loss_parallel():
+            (grad_logits,) = torch.autograd.grad(ctx.loss, ctx.part, grad.reshape(ctx.loss.shape))
+        return grad_logits, None
+'''
+
+PARALLEL_CROSS_ENTROPY = '''
+def neuron_parallel_cross_entropy(vocab_parallel_logits, target, label_smoothing=0.0):
+    """NxD's parallel_cross_entropy: the loss of each target (not reduced) from this rank's
+    vocabulary part of the logits (a ColumnParallelLinear head's with gather_output=False),
+    computed over the mesh's "tp" ranks by loss_parallel(). A target of -100 counts 0, as in
+    F.cross_entropy. NxD's label smoothing has no loss_parallel counterpart."""
+    if label_smoothing:
+        raise NotImplementedError("label smoothing: loss_parallel() does not support it")
+    return NeuronParallelCrossEntropy.apply(vocab_parallel_logits, target)
+'''

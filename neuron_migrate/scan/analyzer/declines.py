@@ -441,7 +441,13 @@ def helper_call(rule: Rule, site: Site) -> str:
 # argument is absent or this literal (`groups=None`), and dropped. `NAME.bool_only`: a switch of
 # a report the device does not have, dropped where it is a literal True or False
 # (`write_xla_metrics=True`: the XLA metrics scalars, which name no result of the program).
-ONLY_LITERALS = {"false_only": ("False",), "none_only": ("None",), "bool_only": ("True", "False")}
+# `NAME.zero_only`: a number whose feature the native call lacks (NxD's `label_smoothing=0.0`).
+ONLY_LITERALS = {
+    "false_only": ("False",),
+    "none_only": ("None",),
+    "bool_only": ("True", "False"),
+    "zero_only": ("0", "0.0"),
+}
 
 
 def template(rule: Rule, site: Site) -> str:
