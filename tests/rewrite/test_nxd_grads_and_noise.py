@@ -149,3 +149,18 @@ def test_label_smoothing_stays_marked() -> None:
     """NxD smoothed by alpha * K / (K - 1) and loss_parallel refuses any smoothing."""
     source = LOSS + "loss = parallel_cross_entropy(logits, labels, 0.1)\n"
     assert _statuses(source) == [("NM873", "marked")]
+
+
+def test_a_reduce_kept_only_for_its_in_place_sum_stays_marked() -> None:
+    """NxD's reduce_from_tensor_model_parallel_region all-reduced its argument in place; the
+    helper returns the sum. A call whose value is dropped (a sample's own sequence-parallel
+    gradient all-reduce) would lose the reduction: it is marked, not rewritten."""
+    source = (
+        "from neuronx_distributed.parallel_layers.mappings import (\n"
+        "    reduce_from_tensor_model_parallel_region,\n"
+        ")\n"
+        "for grad in grads:\n"
+        "    reduce_from_tensor_model_parallel_region(grad)\n"
+        "y = reduce_from_tensor_model_parallel_region(x)\n"
+    )
+    assert _statuses(source) == [("NM840", "marked"), ("NM840", "rewritten")]

@@ -417,12 +417,17 @@ def spawn_signature(site: Site) -> tuple[str, ...]:
 def helper_call(rule: Rule, site: Site) -> str:
     """The signature a helper call must fit (its rule's `params`, or `NAME.params` for one
     function), and a `NAME.false_only` / `NAME.none_only` / `NAME.bool_only` parameter the device
-    has no feature for (`groups=` replica subgroups, `write_xla_metrics=`)."""
+    has no feature for (`groups=` replica subgroups, `write_xla_metrics=`). `NAME.in_place` says
+    what the original did to its argument that the helper returns instead: a call whose value is
+    dropped is kept for that effect alone, and left for a person."""
     rewrite = rule.rewrite
     assert rewrite is not None
     called = (site.qualname or "").rpartition(".")[2]
     if rewrite.option(called) is None and rewrite.option("helper") is None:
         return "no helper for this function of the rule: a person decides"
+    if site.discarded and rewrite.option(f"{called}.in_place"):
+        # the original changed its argument; the helper returns its result, here dropped
+        return f"its value is dropped, and {rewrite.option(f'{called}.in_place')}"
     own = rewrite.option(f"{called}.params")
     params = tuple(own.split()) if own else rewrite.params
     if not params:
