@@ -1,9 +1,10 @@
 """NxD's grads module and the helpers the rewrite gives for it (NM870) compute the same on two
-gloo ranks: neuron_clip_grad_norm over a tensor-parallel model's DTensor parameters returns the
-NxD stand-in's clip_grad_norm norm (the full parameters', on both ranks) and leaves each rank
-the same clipped gradient part, and neuron_bucket_allreduce_gradients averages gradients that
-differ between the ranks over the data-parallel group as bucket_allreduce_gradients does. The
-stand-in (tests/e2e/cpu_xla/neuronx_distributed) is written from NxD's grads.py and layers.py."""
+gloo ranks: neuron_grad_norm and neuron_clip_grad_norm over a tensor-parallel model's DTensor
+parameters return the NxD stand-in's get_grad_norm / clip_grad_norm norm (the full parameters',
+on both ranks), and neuron_clip_grad_norm leaves each rank the same clipped gradient part;
+neuron_bucket_allreduce_gradients averages gradients that differ between the ranks over the
+data-parallel group as bucket_allreduce_gradients does. The stand-in
+(tests/e2e/cpu_xla/neuronx_distributed) is written from NxD's grads.py and layers.py."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ if mode == "clip":
         row.bias.copy_(b2)
     loss = ((row(torch.relu(col(x))) - target) ** 2).sum()
     loss.backward()
+    nxd_total = grads.get_grad_norm([col.weight, row.weight, row.bias])
     nxd_norm = grads.clip_grad_norm([col.weight, row.weight, row.bias], 0.5)
 
     # migrated: full-size nn.Linear layers sharded by their styles
@@ -76,6 +78,7 @@ if mode == "clip":
     loss = ((lin2(torch.relu(lin1(x))) - target) ** 2).sum()
     loss.backward()
     params = [lin1.weight, lin2.weight, lin2.bias]
+    total = neuron_grad_norm(params)
     norm = neuron_clip_grad_norm(params, 0.5)
 
     # the full parameters' norm, on one process: what both must be
@@ -86,6 +89,7 @@ if mode == "clip":
     report("norm_is_nxds", torch.allclose(norm, nxd_norm) and norm.shape == nxd_norm.shape)
     report("norm_is_full", torch.allclose(norm, whole.reshape(1)))
     report("norm_is_plain", type(norm) is torch.Tensor)
+    report("grad_norm_is_nxds", torch.allclose(total, nxd_total) and torch.allclose(total, norm))
     report("clipped", bool(norm > 0.5))
     pairs = zip([col.weight, row.weight, row.bias], params)
     report("grads_are_nxds", all(torch.allclose(a.grad, b.grad.to_local()) for a, b in pairs))
@@ -124,6 +128,7 @@ def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:
         tp_helpers.ROW_PARALLEL,
         tp_helpers.NXD_INIT,
         nxd_grads_helpers.CLIP_GRAD_NORM,
+        nxd_grads_helpers.GRAD_NORM,
         nxd_grads_helpers.BUCKET_ALLREDUCE,
     ]
     script = tmp_path / "grads.py"
@@ -140,6 +145,7 @@ def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:
 def test_clipping_covers_the_full_parameters_as_nxds_did(tmp_path: Path) -> None:
     found = _run(tmp_path, "clip")
     names = ("norm_is_nxds", "norm_is_full", "norm_is_plain", "clipped", "grads_are_nxds")
+    names += ("grad_norm_is_nxds",)
     assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), found
     assert all(same == "True" for same in found.values()), found
 

@@ -47,12 +47,14 @@ def test_clipping_and_the_data_parallel_mean_become_helpers() -> None:
         "norm = grads.clip_grad_norm(model.parameters(), 1.0, norm_type=2, force_spmd=False)\n"
         "norm = grads.clip_grad_norm(params, 1.0, zero1_optimizer=False)\n"
         "grads.bucket_allreduce_gradients(grad_list)\n"
+        "total = grads.get_grad_norm(params, norm_type=2)\n"
     )
-    assert _statuses(source) == [("NM870", "rewritten")] * 3
+    assert _statuses(source) == [("NM870", "rewritten")] * 4
     new = rewrite_source(source).new
     assert "neuron_clip_grad_norm(model.parameters(), 1.0, norm_type=2, force_spmd=False)" in new
     assert "norm = neuron_clip_grad_norm(params, 1.0)\n" in new
     assert "neuron_bucket_allreduce_gradients(grad_list)\n" in new
+    assert "total = neuron_grad_norm(params, norm_type=2)\n" in new
     assert "torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)" in new
     assert "neuronx_distributed" not in new
 

@@ -517,6 +517,7 @@ HELPERS: dict[str, Helper] = {
         Helper("neuron_gather_from_tp_region", tp_helpers.GATHER_FROM_REGION, uses=_MESH),
         Helper("neuron_replicate_unsharded", tp_helpers.REPLICATE_UNSHARDED, uses=_MESH),
         Helper("neuron_clip_grad_norm", nxd_grads_helpers.CLIP_GRAD_NORM),
+        Helper("neuron_grad_norm", nxd_grads_helpers.GRAD_NORM),
         Helper("neuron_bucket_allreduce_gradients", nxd_grads_helpers.BUCKET_ALLREDUCE, uses=_MESH),
         *_TRAINER,
         Helper("neuron_column_parallel_sp", sp_helpers.COLUMN_PARALLEL_SP, uses=_SP_COLUMN),

@@ -75,3 +75,19 @@ def neuron_parallel_cross_entropy(vocab_parallel_logits, target, label_smoothing
         raise NotImplementedError("label smoothing: loss_parallel() does not support it")
     return NeuronParallelCrossEntropy.apply(vocab_parallel_logits, target)
 '''
+
+GRAD_NORM = '''
+def neuron_grad_norm(parameters, norm_type=2, force_spmd=True):
+    """NxD's grads.get_grad_norm: the norm of the parameters' gradients, over DTensor parameters
+    (a tensor-parallel model) that of the full parameters, as NxD summed the parts over the
+    tensor-parallel group; a plain one-element tensor, the same on every rank, as NxD's."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads, norm_type)
+    if isinstance(norm, DTensor):
+        norm = norm.full_tensor()
+    return norm.reshape(1)
+'''
