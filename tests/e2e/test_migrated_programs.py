@@ -100,13 +100,22 @@ def _free_port() -> int:
 
 
 def _torchrun(processes: int = 2) -> list[str]:
-    return ["torchrun", "--nproc-per-node", str(processes), "--master-port", str(_free_port())]
+    """torchrun, up to the script: its workers run as `python` (torchrun's own `python -u`
+    writes a print's text and its newline apart, and another rank's line lands between them)."""
+    port = str(_free_port())
+    return ["torchrun", "--nproc-per-node", str(processes), "--master-port", port, *_PYTHON]
+
+
+_PYTHON = ["--no-python", "python"]
 
 
 def _clean_env() -> dict[str, str]:
     env = dict(os.environ)
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR"):
         env.pop(name, None)
+    # Unbuffered, print() writes its text and its newline apart, and ranks sharing the pipe
+    # land between them (`_torchrun`); buffered, print(..., flush=True) is one write.
+    env.pop("PYTHONUNBUFFERED", None)
     # A free port for the programs that default MASTER_PORT to a fixed one when run as one
     # process: two runs at once (another checkout's suite) would meet on it. torchrun and the
     # stand-in's spawn set their own.
