@@ -6,6 +6,7 @@ fresh process through `neuron_migrate.verify.runner`, exactly as `neuron-migrate
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -37,10 +38,24 @@ class SimRun:
         return matches[0]
 
 
-@pytest.fixture(params=["native", "python"])
+ENGINE_ENV = "NEURON_MIGRATE_SIM_ENGINE"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`each_engine` runs a test on both engines, or on the one a run names in
+    NEURON_MIGRATE_SIM_ENGINE (.ci/run's second pass, on the Python engine, ran the native one
+    in its first pass already)."""
+    if "each_engine" in metafunc.fixturenames:
+        named = os.environ.get(ENGINE_ENV)
+        metafunc.parametrize(
+            "each_engine", [named] if named else ["native", "python"], indirect=True
+        )
+
+
+@pytest.fixture
 def each_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs the test once on each engine (`pytest.mark.usefixtures("each_engine")`)."""
-    monkeypatch.setenv("NEURON_MIGRATE_SIM_ENGINE", request.param)
+    monkeypatch.setenv(ENGINE_ENV, request.param)
     return request.param
 
 
