@@ -148,3 +148,14 @@ def test_analysis_growth_prints_a_line_a_shape_and_analysis() -> None:
     assert all(r[-1].endswith("x") for r in rows), done.stdout  # none stopped
     for make, _share in analysis_growth.SHAPES.values():
         compile(make(4), "shape.py", "exec")  # every generated file is Python
+
+
+def test_suite_time_prints_a_row_a_part_and_the_total() -> None:
+    done = _bench("suite_time.py", "tests/test_completion.py", "--", "-k", "bash_script")
+    assert done.returncode == 0, done.stderr
+    header, row, total = done.stdout.splitlines()
+    assert header.split()[:3] == ["part", "wall", "s"]
+    part, wall, cpu, *_load_and_outcome = row.split()
+    assert part == "tests/test_completion.py" and float(wall) >= 0 and float(cpu) >= 0
+    assert "1 passed" in row, row  # the pytest run's own last line
+    assert total.split()[0] == "total"
