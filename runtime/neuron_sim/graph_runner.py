@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._functorch.compile_utils import strip_overloads
 
 
 def runnable(
@@ -84,6 +83,9 @@ def _names_device(value: Any) -> bool:
 def _script(graph: torch.fx.GraphModule) -> torch.jit.ScriptModule:
     # A copy: the graph AOTAutograd holds keeps its overloads (and its lazy recompilation,
     # which TorchScript cannot compile through).
+    # functorch brings sympy: imported when a graph runs, not by every process on the device.
+    from torch._functorch.compile_utils import strip_overloads
+
     plain = torch.fx.GraphModule(graph, copy.deepcopy(graph.graph))
     strip_overloads(plain)  # TorchScript resolves `aten.mm`, not `aten.mm.default`
     for node in plain.graph.find_nodes(op="placeholder"):

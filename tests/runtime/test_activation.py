@@ -114,6 +114,27 @@ def test_usage_errors() -> None:
         runner.run(["python", "-c", "pass"], "0.0.1")
 
 
+def test_a_program_that_never_compiles_loads_no_compiler(
+    sim_run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the native engine functorch, dynamo and the sympy they bring load at a program's
+    first compile: at start they cost every process on the device about half a second of CPU.
+    (The Python engine still loads sympy at start, by another path.)"""
+    monkeypatch.setenv("NEURON_MIGRATE_SIM_ENGINE", "native")
+    run = sim_run(
+        """
+        import sys
+        import torch
+
+        x = torch.ones(2, device="neuron") * 2
+        heavy = ("sympy", "torch._functorch.compile_utils", "torch._dynamo")
+        print("LOADED", [name for name in heavy if name in sys.modules], x.sum().item())
+        """
+    )
+    run.assert_finished("LOADED")
+    assert "LOADED [] 4.0" in run.out, run.out
+
+
 def test_torch_neuronx_imported_before_torch_is_the_stand_in(sim_run) -> None:
     """The real package imports torch itself, so a file whose first import is torch_neuronx
     works; so must the stand-in, in the parent and in its spawned children."""
