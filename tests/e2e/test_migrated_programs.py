@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -37,6 +36,7 @@ import pytest
 
 from neuron_migrate.ruleset import load_ruleset
 from tests.exit_abort import run_twice_on_exit_abort
+from tests.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -94,9 +94,7 @@ def _program_id(program: Program) -> str:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
 
 
 def _torchrun(processes: int = 2) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import tp_helpers
+from tests.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -57,9 +57,7 @@ LINE = re.compile(r"REGION (\w+) rank=(\d) same=(True|False)")
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
 
 
 def test_each_region_helper_runs_nxds_collectives_forward_and_backward(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -80,9 +81,7 @@ LINE = re.compile(r"RANK (\d) NXD \[([^\]]*)\] PLAIN \[([^\]]*)\]")
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
 
 
 def _run(tmp_path: Path, processes: int, bias: bool) -> list[tuple[int, list[float], list[float]]]:
