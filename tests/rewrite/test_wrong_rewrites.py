@@ -254,11 +254,9 @@ def test_a_backend_named_at_run_time_keeps_the_import_that_registers_xla(tmp_pat
 
 
 def _free_port() -> int:
-    import socket
+    from tests.ports import free_port
 
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()
 
 
 def test_a_model_wrapper_read_as_the_wrapper_is_left_as_it_was(tmp_path):

@@ -1,6 +1,7 @@
 """xm on the CPU: ranks from the environment, collectives over a gloo group made on first use."""
 
 import os
+import random
 import socket
 import sys
 import time
@@ -41,6 +42,17 @@ def mark_step(wait=False):
 
 
 def free_port():
+    """A free port below the ephemeral range, as tests/ports.py picks one: a port-0 probe's port
+    can go to another process's socket before the group listens on it (tests run in parallel)."""
+    pick = random.SystemRandom()
+    for _ in range(50):
+        port = pick.randint(15000, 29399)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("localhost", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("localhost", 0))
         return sock.getsockname()[1]
