@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
+from tests.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -116,9 +116,7 @@ LINE = re.compile(r"GRADS (\w+) rank=(\d) same=(True|False)")
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
 
 
 def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
+from tests.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -86,9 +86,7 @@ LINE = re.compile(r"LOSS (\w+) rank=(\d) same=(True|False)")
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
 
 
 def test_parallel_cross_entropy_helper_is_nxds_and_the_full_loss(tmp_path: Path) -> None:
