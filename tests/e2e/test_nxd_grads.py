@@ -8,21 +8,17 @@ data-parallel group as bucket_allreduce_gradients does. The stand-in
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
-from tests.ports import free_port
+from tests.e2e.stand_in_ranks import run_on_ranks
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-STAND_IN = Path(__file__).resolve().parent / "cpu_xla"
 
 SCRIPT = """
 import sys
@@ -115,10 +111,6 @@ dist.destroy_process_group()
 LINE = re.compile(r"GRADS (\w+) rank=(\d) same=(True|False)")
 
 
-def _free_port() -> int:
-    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
-
-
 def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:
     helpers = [
         tp_helpers.DEVICE_MESH,
@@ -131,11 +123,7 @@ def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:
     ]
     script = tmp_path / "grads.py"
     script.write_text(SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = str(STAND_IN)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    argv += ["--master-port", str(_free_port()), str(script), mode]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = run_on_ranks(script, mode)
     assert done.returncode == 0, done.stderr[-3000:]
     return {(name, int(rank)): same for name, rank, same in LINE.findall(done.stdout)}
 

@@ -6,21 +6,17 @@ through the helper: its weight's gradient parts are those of the full head."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
-from tests.ports import free_port
+from tests.e2e.stand_in_ranks import run_on_ranks
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-STAND_IN = Path(__file__).resolve().parent / "cpu_xla"
 
 SCRIPT = """
 import torch
@@ -85,10 +81,6 @@ dist.destroy_process_group()
 LINE = re.compile(r"LOSS (\w+) rank=(\d) same=(True|False)")
 
 
-def _free_port() -> int:
-    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
-
-
 def test_parallel_cross_entropy_helper_is_nxds_and_the_full_loss(tmp_path: Path) -> None:
     helpers = [
         tp_helpers.DEVICE_MESH,
@@ -99,11 +91,7 @@ def test_parallel_cross_entropy_helper_is_nxds_and_the_full_loss(tmp_path: Path)
     ]
     script = tmp_path / "loss.py"
     script.write_text(SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = str(STAND_IN)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    argv += ["--master-port", str(_free_port()), str(script)]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = run_on_ranks(script)
     assert done.returncode == 0, done.stderr[-3000:]
     found = {(name, int(rank)): same for name, rank, same in LINE.findall(done.stdout)}
     names = ("loss_is_nxds", "loss_is_full", "grad_is_nxds", "grad_is_full", "logits_left")

@@ -17,14 +17,12 @@ RMSNorm is replicated instead of given SequenceParallel).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from neuron_migrate.rewrite.codemod import gqa_helpers, sp_helpers, tp_helpers
+from tests.e2e.stand_in_ranks import run_on_ranks
 from tests.e2e.test_migrated_programs import (
     Program,
     _migrate,
@@ -32,7 +30,6 @@ from tests.e2e.test_migrated_programs import (
     _reference_run,
 )
 from tests.e2e.test_nxd_programs import TP_LINE, _close, _steps
-from tests.e2e.test_nxd_regions import STAND_IN, _free_port
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -263,11 +260,7 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
     helpers.append(qkv)
     script = tmp_path / "sequence_parallel.py"
     script.write_text("import torch\n" + SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = str(STAND_IN)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    argv += ["--master-port", str(_free_port()), str(script)]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = run_on_ranks(script)
     assert done.returncode == 0, done.stderr[-3000:]
     found = SP_LINE.findall(done.stdout)
     checks = {name for name, _, _ in found}

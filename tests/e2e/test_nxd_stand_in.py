@@ -7,20 +7,16 @@ so with biases NxD equals the plain model only at size 1 (which the second case 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.ports import free_port
+from tests.e2e.stand_in_ranks import run_on_ranks
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-STAND_IN = Path(__file__).resolve().parent / "cpu_xla"
 
 SCRIPT = """
 import os, sys
@@ -80,18 +76,10 @@ dist.destroy_process_group()
 LINE = re.compile(r"RANK (\d) NXD \[([^\]]*)\] PLAIN \[([^\]]*)\]")
 
 
-def _free_port() -> int:
-    return free_port()  # tests/ports.py: not one of the ephemeral ports others are handed
-
-
 def _run(tmp_path: Path, processes: int, bias: bool) -> list[tuple[int, list[float], list[float]]]:
     script = tmp_path / "tp_mlp.py"
     script.write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = str(STAND_IN)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
-    argv += ["--master-port", str(_free_port()), str(script), "bias" if bias else "nobias"]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = run_on_ranks(script, "bias" if bias else "nobias", processes=processes)
     assert done.returncode == 0, done.stderr[-3000:]
     found = []
     for rank, nxd, plain in LINE.findall(done.stdout):

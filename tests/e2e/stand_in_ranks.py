@@ -1,0 +1,25 @@
+"""A script run on gloo ranks under torchrun with the stand-ins (tests/e2e/cpu_xla: torch_xla,
+NxD) on its path: the two-rank checks of the migration's helpers against NxD's semantics."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.ports import free_port
+
+STAND_IN = Path(__file__).resolve().parent / "cpu_xla"
+_LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTHONUNBUFFERED")
+
+
+def run_on_ranks(script: Path, *args: str, processes: int = 2) -> subprocess.CompletedProcess[str]:
+    """`python script args...` on `processes` ranks. The workers run as plain, buffered python
+    (`--no-python`): torchrun's own `python -u` writes a print's text and its newline apart, and
+    another rank's line lands between them."""
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARIABLES}
+    env["PYTHONPATH"] = str(STAND_IN)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
+    argv += ["--master-port", str(free_port()), "--no-python", sys.executable, str(script), *args]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
