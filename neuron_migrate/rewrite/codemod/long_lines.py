@@ -95,6 +95,8 @@ class Proxy:
 def long_line_proxy(source: str, limit: int) -> Proxy | None:
     """The proxy of `source` for lines of `limit` characters or more; None when it has no such
     line, nothing on them can be blanked, or its layout is one this module does not follow."""
+    if len(source) < limit:  # most modules: no line can be that long, nothing to split
+        return None
     if _SLOW_TOKENIZE or limit <= 0 or "\r" in source or "\f" in source:
         return None
     lines = source.split("\n")
