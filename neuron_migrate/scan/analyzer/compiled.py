@@ -43,7 +43,7 @@ def compiled_regions(
     for call, _ in model.calls:
         if not _compiles_for_neuron(model, qualname_of, call):
             continue
-        parent = model.parents.get(id(call))
+        parent = model.parents.get(call)
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and call in (
             parent.decorator_list
         ):
@@ -56,9 +56,9 @@ def compiled_regions(
     # (found from the loaded names, as walking the whole tree again costs a tenth of the scan).
     for name, _, _ in model.loads:
         node: ast.expr = name
-        parent = model.parents.get(id(node))
+        parent = model.parents.get(node)
         while isinstance(parent, ast.Attribute):
-            node, parent = parent, model.parents.get(id(parent))
+            node, parent = parent, model.parents.get(parent)
         if (
             isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef))
             and any(node is decorator for decorator in parent.decorator_list)
@@ -88,11 +88,11 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.
 def _conditional(model: NameModel, node: ast.AST) -> bool:
     """Whether `node` runs only under a condition of its function (or module); the
     `if __name__ == "__main__":` of a script is none."""
-    parent = model.parents.get(id(node))
+    parent = model.parents.get(node)
     while parent is not None and not isinstance(parent, _SCOPES):
         if isinstance(parent, _CONDITIONS) and not _main_guard(parent):
             return True
-        parent = model.parents.get(id(parent))
+        parent = model.parents.get(parent)
     return False
 
 
@@ -131,7 +131,7 @@ def _named_target(model: NameModel, name: ast.Name, compile_line: int) -> list[R
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             regions.append(_body(node, compile_line))
             continue
-        statement = model.parents.get(id(node))
+        statement = model.parents.get(node)
         value = statement.value if isinstance(statement, ast.Assign) else None
         while (  # `Net(...).to(device).train()`: the model is what `Net(...)` built
             isinstance(value, ast.Call)
@@ -192,7 +192,7 @@ def _compiled_values(model: NameModel, compiled: ast.expr) -> list[ast.expr]:
         if binding.kind != "local" or isinstance(binding.node, ast.alias):
             values.append(value)  # an import: the name itself
             continue
-        statement = model.parents.get(id(binding.node))
+        statement = model.parents.get(binding.node)
         assigned = _built_by(statement.value) if isinstance(statement, ast.Assign) else None
         if isinstance(assigned, ast.Call):
             values.append(assigned.func)
@@ -233,7 +233,7 @@ def _relative_name(model: NameModel, chain: ast.expr) -> str | None:
     if found is None or len(found[1]) != 1:
         return None
     alias = found[1][0].node
-    statement = model.parents.get(id(alias)) if isinstance(alias, ast.alias) else None
+    statement = model.parents.get(alias) if isinstance(alias, ast.alias) else None
     if not isinstance(statement, ast.ImportFrom) or not statement.level:
         return None
     assert isinstance(alias, ast.alias)

@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable
 
 from neuron_migrate.scan.analyzer.memo import Memo
-from neuron_migrate.scan.analyzer.scopes import Binding, NameModel
+from neuron_migrate.scan.analyzer.scopes import Binding, NameModel, Parents
 
 HOST, DEVICE, UNKNOWN, NONE = "host", "device", "unknown", "none"
 
@@ -229,9 +229,9 @@ class Placer:
 
     def _enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
         parents = self.model.parents
-        current = parents.get(id(node))
+        current = parents.get(node)
         while current is not None and not isinstance(current, ast.ClassDef):
-            current = parents.get(id(current))
+            current = parents.get(current)
         return current
 
     def _name(self, name: ast.Name) -> str:
@@ -354,8 +354,8 @@ class Placer:
         return DEVICE
 
 
-def _assigned(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
-    statement = parents.get(id(target))
+def _assigned(target: ast.AST | None, parents: Parents) -> ast.expr | None:
+    statement = parents.get(target)
     if isinstance(statement, ast.Assign) and any(t is target for t in statement.targets):
         return statement.value
     if isinstance(statement, (ast.AnnAssign, ast.NamedExpr)) and statement.target is target:

@@ -19,7 +19,7 @@ The scan and the codemod share this model; nothing else resolves names.
 import ast
 import re
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from neuron_migrate.scan.analyzer.availability import STAND_IN
 from neuron_migrate.scan.analyzer.memo import Memo
@@ -52,6 +52,11 @@ _SPECIAL = frozenset(
 # Kinds the site finder inspects for XLA idioms (besides calls and `arguments`).
 _IDIOM_KINDS = frozenset({ast.Compare, ast.Subscript, ast.Assign, ast.AnnAssign, ast.Dict})
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+# Each node's parent, keyed by the node itself (AST nodes hash by identity); looking up None, as
+# for a node with no parent, finds nothing.
+Parents = dict[ast.AST | None, ast.AST]
 
 
 class Binding:
@@ -229,7 +234,7 @@ class NameModel:
         self, tree: ast.Module, string_test: Callable[[str], object] | None = None
     ) -> None:
         self.module_scope = Scope("module", None)
-        self.parents: dict[int, ast.AST] = {}
+        self.parents: Parents = {}
         # Every loaded Name with the scope it is read in and whether it sits under a guard.
         self.loads: list[tuple[ast.Name, Scope, bool]] = []
         self.imports: list[ImportRecord] = []
@@ -334,6 +339,22 @@ class NameModel:
         return Resolution(tuple(q + suffix for q in base.qualnames), base.local)
 
 
+class _Within:
+    """A mark on the walk's stack: what follows it (until the next mark) is in this scope,
+    under this guard. The walk keeps the scope and guard it is in, and pushes a mark only
+    where they change (a body, a guarded `if`), not a (node, scope, guard) tuple per node."""
+
+    __slots__ = ("guarded", "scope")
+
+    def __init__(self, scope: Scope, guarded: bool) -> None:
+        self.scope = scope
+        self.guarded = guarded
+
+
+# The walk's stack: nodes and `_Within` marks (told apart by their class, in the loop).
+_Stack = list[Any]
+
+
 class _Builder:
     """One iterative walk that fills a NameModel."""
 
@@ -347,41 +368,47 @@ class _Builder:
         calls = model.calls
         idiom_nodes = model.idiom_nodes
         Name, Attribute, Constant, Call = ast.Name, ast.Attribute, ast.Constant, ast.Call
-        Load, AST = ast.Load, ast.AST
+        Load, AST, Within = ast.Load, ast.AST, _Within
         reversed_fields = _REVERSED_CHILD_FIELDS
-        # Stack of (node, scope, guarded). Children are pushed in reverse for source order.
-        stack: list[tuple[ast.AST, Scope, bool]] = [(tree, model.module_scope, False)]
+        scope, guarded = model.module_scope, False
+        # Nodes and `_Within` marks. Children are pushed in reverse for source order.
+        stack: _Stack = [tree]
         push = stack.append
         pop = stack.pop
         while stack:
-            node, scope, guarded = pop()
-            kind = type(node)
+            node = pop()
+            kind = node.__class__
 
             # The commonest kinds first, with their children inline.
             if kind is Name:
-                if node.ctx.__class__ is Load:  # type: ignore[attr-defined]
-                    loads.append((node, scope, guarded))  # type: ignore[arg-type]
+                if node.ctx.__class__ is Load:
+                    loads.append((node, scope, guarded))
                 else:
-                    self._bind_target_name(node, scope, parents.get(id(node)), guarded)  # type: ignore[arg-type]
+                    self._bind_target_name(node, scope, parents.get(node), guarded)
                 continue
             if kind is Constant:
-                value = node.value  # type: ignore[attr-defined]
+                value = node.value
                 if string_test is not None and value.__class__ is str and string_test(value):
                     model.marked_strings = True
                     string_test = None  # one is enough
                 continue
             if kind is Attribute:
-                value = node.value  # type: ignore[attr-defined]
-                parents[id(value)] = node
-                push((value, scope, guarded))
+                value = node.value
+                parents[value] = node
+                push(value)
                 continue
+            if kind is Within:
+                scope, guarded = node.scope, node.guarded
+                continue
+            within = None
             if kind is Call:
-                calls.append((node, guarded))  # type: ignore[arg-type]
+                calls.append((node, guarded))
             elif kind in _SPECIAL:
                 if self._special(node, kind, scope, guarded, stack):
                     continue
-                if kind is ast.If or kind in _TRY:
-                    guarded = guarded or self._guards(node, kind)
+                if (kind is ast.If or kind in _TRY) and not guarded and self._guards(node, kind):
+                    push(Within(scope, guarded))  # back to unguarded after its children
+                    within = Within(scope, True)
             elif kind in _IDIOM_KINDS:
                 idiom_nodes.append((node, guarded))
 
@@ -397,11 +424,13 @@ class _Builder:
                 if value.__class__ is list:
                     for item in reversed(value):
                         if isinstance(item, AST):
-                            parents[id(item)] = node
-                            push((item, scope, guarded))
+                            parents[item] = node
+                            push(item)
                 elif isinstance(value, AST):
-                    parents[id(value)] = node
-                    push((value, scope, guarded))
+                    parents[value] = node
+                    push(value)
+            if within is not None:
+                push(within)
 
     def _guards(self, node: ast.AST, kind: type) -> bool:
         """Whether an `if`/`try` makes its children guarded."""
@@ -415,7 +444,7 @@ class _Builder:
         kind: type,
         scope: Scope,
         guarded: bool,
-        stack: list[tuple[ast.AST, Scope, bool]],
+        stack: _Stack,
     ) -> bool:
         """Bind what `node` binds. True when its children are pushed (or need no visit)."""
         if kind is ast.Import or kind is ast.ImportFrom:
@@ -427,8 +456,11 @@ class _Builder:
         if kind is ast.Lambda:
             assert isinstance(node, ast.Lambda)
             inner = Scope("function", scope)
-            self._bind_arguments(node.args, inner, scope, guarded, stack, node)
-            self._push(node.body, node, inner, guarded, stack)
+            self._bind_arguments(node.args, inner, guarded, stack, node)
+            # Its body first, in its own scope; then the defaults, in this one.
+            stack.append(_Within(scope, guarded))
+            self._push(node.body, node, stack)
+            stack.append(_Within(inner, guarded))
             return True
         if kind in _COMPREHENSIONS:
             self._push_comprehension(node, scope, guarded, stack)
@@ -452,16 +484,9 @@ class _Builder:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _push(
-        self,
-        child: ast.AST,
-        parent: ast.AST,
-        scope: Scope,
-        guarded: bool,
-        stack: list[tuple[ast.AST, Scope, bool]],
-    ) -> None:
-        self.model.parents[id(child)] = parent
-        stack.append((child, scope, guarded))
+    def _push(self, child: ast.AST, parent: ast.AST, stack: _Stack) -> None:
+        self.model.parents[child] = parent
+        stack.append(child)
 
     def _target_scope(self, name: str, scope: Scope) -> Scope:
         if name in scope.global_names:
@@ -520,7 +545,7 @@ class _Builder:
                 self.model.importing_names.add(local)
             binding = Binding(kind, qualname=qualname, node=alias, guarded=guarded)
             self._target_scope(local, scope).bind(local, binding)
-            self.model.parents[id(alias)] = node
+            self.model.parents[alias] = node
             # `import a.b.c` binds `a`, but the report names the module `a.b.c`.
             module = alias.name if isinstance(node, ast.Import) else qualname
             self.model.imports.append(ImportRecord(alias, node, scope, binding, module))
@@ -530,34 +555,38 @@ class _Builder:
         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
         scope: Scope,
         guarded: bool,
-        stack: list[tuple[ast.AST, Scope, bool]],
+        stack: _Stack,
     ) -> None:
         self._target_scope(node.name, scope).bind(
             node.name, Binding("local", node=node, guarded=guarded)
         )
-        # The body runs in a new scope; decorators, bases, defaults and annotations do not.
+        # The body runs in a new scope, after decorators, bases, defaults and annotations,
+        # which do not.
         inner = Scope("class" if isinstance(node, ast.ClassDef) else "function", scope)
+        stack.append(_Within(scope, guarded))
         for stmt in reversed(node.body):
-            self._push(stmt, node, inner, guarded, stack)
+            self._push(stmt, node, stack)
+        stack.append(_Within(inner, guarded))
         if isinstance(node, ast.ClassDef):
             for expr in [*node.bases, *(k.value for k in node.keywords)]:
-                self._push(expr, node, scope, guarded, stack)
+                self._push(expr, node, stack)
         else:
-            self._bind_arguments(node.args, inner, scope, guarded, stack, node)
+            self._bind_arguments(node.args, inner, guarded, stack, node)
             if node.returns is not None:
-                self._push(node.returns, node, scope, guarded, stack)
+                self._push(node.returns, node, stack)
         for decorator in node.decorator_list:
-            self._push(decorator, node, scope, guarded, stack)
+            self._push(decorator, node, stack)
 
     def _bind_arguments(
         self,
         args: ast.arguments,
         inner: Scope,
-        outer: Scope,
         guarded: bool,
-        stack: list[tuple[ast.AST, Scope, bool]],
+        stack: _Stack,
         owner: ast.AST,
     ) -> None:
+        """Bind the parameters in `inner`; push their annotations and defaults, which are
+        evaluated in the scope the walk is in."""
         all_args = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         if args.vararg:
             all_args.append(args.vararg)
@@ -566,28 +595,31 @@ class _Builder:
         parents = self.model.parents
         for arg in all_args:
             inner.bind(arg.arg, Binding("local", node=arg, guarded=guarded))
-            parents[id(arg)] = args  # where a variable followed to its value finds the default
+            parents[arg] = args  # where a variable followed to its value finds the default
             if arg.annotation is not None:
-                self._push(arg.annotation, owner, outer, guarded, stack)
+                self._push(arg.annotation, owner, stack)
         for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
-            self._push(default, args, outer, guarded, stack)
-        self.model.parents[id(args)] = owner
+            self._push(default, args, stack)
+        self.model.parents[args] = owner
         self.model.idiom_nodes.append((args, guarded))
 
     def _push_comprehension(
-        self, node: ast.AST, scope: Scope, guarded: bool, stack: list[tuple[ast.AST, Scope, bool]]
+        self, node: ast.AST, scope: Scope, guarded: bool, stack: _Stack
     ) -> None:
         inner = Scope("comprehension", scope)
         generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
-        # The first iterable is evaluated in the enclosing scope; everything else inside.
+        # The first iterable is evaluated in the enclosing scope, first; everything else inside.
         elements = (
             [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
         )
+        stack.append(_Within(scope, guarded))
         for element in reversed(elements):
-            self._push(element, node, inner, guarded, stack)
+            self._push(element, node, stack)
         for index, gen in reversed(list(enumerate(generators))):
-            self.model.parents[id(gen)] = node
+            self.model.parents[gen] = node
             for cond in reversed(gen.ifs):
-                self._push(cond, gen, inner, guarded, stack)
-            self._push(gen.target, gen, inner, guarded, stack)
-            self._push(gen.iter, gen, scope if index == 0 else inner, guarded, stack)
+                self._push(cond, gen, stack)
+            self._push(gen.target, gen, stack)
+            if index == 0:
+                stack.append(_Within(inner, guarded))
+            self._push(gen.iter, gen, stack)

@@ -21,7 +21,14 @@ from neuron_migrate.scan.analyzer.compiled import (
     named_regions,
 )
 from neuron_migrate.scan.analyzer.placement import DEVICE, HOST, UNKNOWN, Placer
-from neuron_migrate.scan.analyzer.scopes import LOCAL, Binding, NameModel, Resolution, Scope
+from neuron_migrate.scan.analyzer.scopes import (
+    LOCAL,
+    Binding,
+    NameModel,
+    Parents,
+    Resolution,
+    Scope,
+)
 
 # Qualified-name roots worth a site. Everything else (numpy, the project's own modules) is not.
 API_ROOTS = frozenset(
@@ -279,19 +286,19 @@ def _environ(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Attribute) and expr.attr == "environ"
 
 
-def _sets_environment(key: ast.AST, parents: dict[int, ast.AST]) -> bool:
+def _sets_environment(key: ast.AST, parents: Parents) -> bool:
     """Whether `key` is the key of a statement that sets or deletes an environment variable:
     `os.environ[K] = v`, `del os.environ[K]`, `os.environ.setdefault(K, v)`, `.pop(K)`,
     `os.putenv(K, v)`."""
-    parent = parents.get(id(key))
+    parent = parents.get(key)
     if isinstance(parent, ast.Subscript) and parent.slice is key and _environ(parent.value):
-        statement = parents.get(id(parent))
+        statement = parents.get(parent)
         if isinstance(statement, ast.Assign):
             return statement.targets == [parent]
         return isinstance(statement, ast.Delete) and statement.targets == [parent]
     if not (isinstance(parent, ast.Call) and parent.args and parent.args[0] is key):
         return False
-    if not isinstance(parents.get(id(parent)), ast.Expr):
+    if not isinstance(parents.get(parent), ast.Expr):
         return False
     func = parent.func
     if not isinstance(func, ast.Attribute):
@@ -301,14 +308,14 @@ def _sets_environment(key: ast.AST, parents: dict[int, ast.AST]) -> bool:
     return func.attr == "putenv" and isinstance(func.value, ast.Name) and func.value.id == "os"
 
 
-def _set_value(key: ast.AST, parents: dict[int, ast.AST]) -> tuple[str | None, bool]:
+def _set_value(key: ast.AST, parents: Parents) -> tuple[str | None, bool]:
     """For the key of a statement that sets or deletes a variable (`_sets_environment`): the
     constant it sets, as the environment holds it (None when not a constant), and whether it
     deletes the variable (`del os.environ[K]`, `os.environ.pop(K)`)."""
-    parent = parents.get(id(key))
+    parent = parents.get(key)
     value: ast.AST | None = None
     if isinstance(parent, ast.Subscript):
-        statement = parents.get(id(parent))
+        statement = parents.get(parent)
         if isinstance(statement, ast.Delete):
             return None, True
         value = statement.value if isinstance(statement, ast.Assign) else None
@@ -364,20 +371,20 @@ def _main_guard(node: ast.AST) -> bool:
     )
 
 
-def _under_condition(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+def _under_condition(node: ast.AST, parents: Parents) -> bool:
     """Whether a compound statement other than the main guard lies between `node` and its
     function, class or module."""
-    parent = parents.get(id(node))
+    parent = parents.get(node)
     while parent is not None and not isinstance(parent, _SCOPES):
         if isinstance(parent, _COMPOUND) and not _main_guard(parent):
             return True
-        parent = parents.get(id(parent))
+        parent = parents.get(parent)
     return False
 
 
-def _assigned_value(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
+def _assigned_value(target: ast.AST | None, parents: Parents) -> ast.expr | None:
     """The value a name binding assigns (`NAME = value`, `NAME: type = value`)."""
-    statement = parents.get(id(target))
+    statement = parents.get(target)
     if (
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
@@ -441,7 +448,7 @@ def _assigned_once(bindings: list[Binding]) -> bool:
     return len(bindings) == 1 and not isinstance(bindings[0].node, ast.arg)
 
 
-def _assigned_string(target: ast.AST | None, parents: dict[int, ast.AST]) -> ast.expr | None:
+def _assigned_string(target: ast.AST | None, parents: Parents) -> ast.expr | None:
     """The string constant a name binding assigns (`NAME = "xla"`, `NAME: str = "xla"`)."""
     value = _assigned_value(target, parents)
     return value if _string(value) is not None else None
@@ -490,7 +497,7 @@ def _is_xla(qualname: str | None) -> bool:
     return qualname is not None and qualname.partition(".")[0] in ("torch_xla", "torch_neuronx")
 
 
-def _is_test(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+def _is_test(name: ast.expr, parent: ast.AST | None, parents: Parents) -> bool:
     """Whether a bare module name is only tested (`xr is None`, `if xr:`, `not xr`, `xr and
     ...`) rather than handed on as a value (`f(xm)`, `_XM = xm`, `m = xm or fallback`) that
     code then calls into."""
@@ -501,7 +508,7 @@ def _is_test(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]
     )
 
 
-def _feature_tested(name: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+def _feature_tested(name: ast.expr, parent: ast.AST | None, parents: Parents) -> bool:
     """Whether `name` is the module of a feature test of the torch_xla version that is only
     truth-tested: `if hasattr(torch_xla, "launch"):`, `A if hasattr(torch_xla, "device") else B`.
     On the device the test asks nothing the migrated arms do not settle (the guard pass takes
@@ -515,18 +522,18 @@ def _feature_tested(name: ast.expr, parent: ast.AST | None, parents: dict[int, a
         and parent.args[0] is name
         and isinstance(parent.args[1], ast.Constant)
         and isinstance(parent.args[1].value, str)
-        and _truth_tested(parent, parents.get(id(parent)), parents)
+        and _truth_tested(parent, parents.get(parent), parents)
     )
 
 
-def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+def _truth_tested(node: ast.expr, parent: ast.AST | None, parents: Parents) -> bool:
     """Whether only the truth of `node`'s value is read: a condition, `not node`, or an operand
     of `and`/`or` whose value never comes out as the module: one before the last of an `and`
     (it comes out only when false), any of an operation that is itself only truth-tested."""
     if isinstance(parent, ast.BoolOp):
         if isinstance(parent.op, ast.And) and node is not parent.values[-1]:
             return True
-        return _truth_tested(parent, parents.get(id(parent)), parents)
+        return _truth_tested(parent, parents.get(parent), parents)
     if isinstance(parent, ast.UnaryOp):
         return isinstance(parent.op, ast.Not)
     if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
@@ -541,11 +548,11 @@ _MODEL_WRAPPER = "torch_xla.distributed.xla_multiprocessing.MpModelWrapper"
 _ANNOTATION_PARTS = (ast.Subscript, ast.Tuple, ast.List, ast.BinOp)
 
 
-def _in_annotation(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+def _in_annotation(node: ast.expr, parents: Parents) -> bool:
     """Whether `node` is a parameter's, a return's or a variable's annotation, or part of one."""
-    parent = parents.get(id(node))
+    parent = parents.get(node)
     while isinstance(parent, _ANNOTATION_PARTS):
-        node, parent = parent, parents.get(id(parent))
+        node, parent = parent, parents.get(parent)
     if isinstance(parent, ast.arg | ast.AnnAssign):
         return parent.annotation is node
     if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -620,7 +627,7 @@ class _SiteFinder:
     ) -> dict[str, object]:
         """`qualname`: the callee's; only a torch_xla call's transforms ask for its arguments
         and statement (`scope`: where the call is, to resolve the names it is given)."""
-        parent = self.model.parents.get(id(call))
+        parent = self.model.parents.get(call)
         discarded = isinstance(parent, ast.Expr)
         fields: dict[str, object] = {
             "call_span": self.columns.span(call),
@@ -632,7 +639,7 @@ class _SiteFinder:
             return fields
         fields["call_args"] = arguments_of(call, lambda node: self._qualname(node, scope))
         fields["in_fstring"] = self._in_fstring(call)
-        outer = self.model.parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
+        outer = self.model.parents.get(parent) if isinstance(parent, ast.Attribute) else None
         if isinstance(outer, ast.Call) and outer.func is parent:
             assert isinstance(parent, ast.Attribute)
             fields["method"] = parent.attr
@@ -646,11 +653,11 @@ class _SiteFinder:
 
     def _in_fstring(self, node: ast.AST) -> bool:
         parents = self.model.parents
-        parent = parents.get(id(node))
+        parent = parents.get(node)
         while parent is not None and not isinstance(parent, ast.stmt):
             if isinstance(parent, ast.JoinedStr):
                 return True
-            parent = parents.get(id(parent))
+            parent = parents.get(parent)
         return False
 
     def _qualname(self, node: ast.expr, scope: Scope) -> str | None:
@@ -701,7 +708,7 @@ class _SiteFinder:
         # rest (most reads) need no resolution.
         importing = model.importing_names
         for name, scope, guarded in model.loads:
-            parent = parents.get(id(name))
+            parent = parents.get(name)
             base = None
             if name.id in importing:
                 key = (name.id, scope)
@@ -714,14 +721,14 @@ class _SiteFinder:
                 if parent.__class__ is not attribute or parent.value is not name:
                     continue
                 if name.id in _NOT_TENSORS:
-                    outer = parents.get(id(parent))
+                    outer = parents.get(parent)
                     if outer.__class__ is not attribute or outer.value is not parent:
                         continue
                 chain: ast.expr = parent
-                parent = parents.get(id(chain))
+                parent = parents.get(chain)
                 while parent.__class__ is attribute and parent.value is chain:
                     chain = parent
-                    parent = parents.get(id(chain))
+                    parent = parents.get(chain)
                 if parent.__class__ is call and parent.func is chain:
                     self._method_call(chain, parent, guarded)  # type: ignore[arg-type]
                 continue
@@ -730,7 +737,7 @@ class _SiteFinder:
             while parent.__class__ is attribute and parent.value is chain:
                 chain = parent
                 attrs.append(parent.attr)
-                parent = parents.get(id(chain))
+                parent = parents.get(chain)
             # The same answer as `model.resolve_chain(chain, scope)`, without walking the chain
             # again.
             resolution = base
@@ -790,7 +797,7 @@ class _SiteFinder:
             if resolution.ambiguous
             else (),
         }
-        caller = self.model.parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
+        caller = self.model.parents.get(parent) if isinstance(parent, ast.keyword) else parent
         if not is_call and isinstance(caller, ast.Call) and caller.func is not chain:
             fields["argument_of"] = self.columns.span(caller)
         if not is_call and _in_annotation(chain, self.model.parents):
@@ -831,7 +838,7 @@ class _SiteFinder:
     def _wrapper_internals_read(self, call: ast.Call, scope: Scope) -> bool:
         """`MODEL = xmp.MpModelWrapper(m)` whose MODEL is read as the wrapper (`MODEL._model`):
         the model itself, which replaces the wrapper, has only the wrapper's `.to()` in common."""
-        target = self.model.parents.get(id(call))
+        target = self.model.parents.get(call)
         if not (isinstance(target, ast.Assign) and len(target.targets) == 1):
             return False
         name = target.targets[0]
@@ -841,7 +848,7 @@ class _SiteFinder:
         if owner is None:
             return False
         for load in self.model.loads_of(name.id, owner):
-            read = self.model.parents.get(id(load))
+            read = self.model.parents.get(load)
             if isinstance(read, ast.Attribute) and read.attr != "to":
                 return True
         return False
@@ -864,7 +871,7 @@ class _SiteFinder:
         return qualname or ast.unparse(dtype)
 
     def _method_site(self, attribute: ast.Attribute, guarded: bool) -> None:
-        call = self.model.parents.get(id(attribute))
+        call = self.model.parents.get(attribute)
         if isinstance(call, ast.Call) and call.func is attribute:
             self._method_call(attribute, call, guarded)
 
@@ -1177,7 +1184,7 @@ class _SiteFinder:
     def _device_backend(self, string: ast.expr) -> bool:
         """`device = "xla"` read as a device and as the backend too: the device string's
         rewrite, "neuron", is the native backend's name, so the one literal serves both."""
-        assign = self.model.parents.get(id(string))
+        assign = self.model.parents.get(string)
         targets = (
             assign.targets
             if isinstance(assign, ast.Assign)
@@ -1192,9 +1199,9 @@ class _SiteFinder:
     def _only_backends(self, name: str, owner: Scope) -> bool:
         """Whether every read of `name` (bound in `owner`) is a process group's backend."""
         for load in self.model.loads_of(name, owner):
-            call = self.model.parents.get(id(load))
+            call = self.model.parents.get(load)
             if isinstance(call, ast.keyword):
-                call = self.model.parents.get(id(call))
+                call = self.model.parents.get(call)
             if not (
                 isinstance(call, ast.Call)
                 and self.call_qualnames.get(id(call)) == "torch.distributed.init_process_group"
@@ -1347,7 +1354,7 @@ class _SiteFinder:
 
     def chain_env(self, key: ast.expr | None) -> bool:
         """Whether `key` is the key of os.environ itself (not of a copy for a child)."""
-        parent = self.model.parents.get(id(key))
+        parent = self.model.parents.get(key)
         if isinstance(parent, ast.Subscript):
             return self.chain_qualnames.get(id(parent.value)) == "os.environ"
         return True  # os.environ.setdefault / os.putenv: resolved by qualname
@@ -1441,7 +1448,7 @@ class _SiteFinder:
         found = self.model.binding_of(receiver)
         optimizers = set()
         for binding in found[1] if found else []:
-            statement = self.model.parents.get(id(binding.node))
+            statement = self.model.parents.get(binding.node)
             value = statement.value if isinstance(statement, ast.Assign) else None
             if isinstance(value, ast.Call):
                 optimizers.add(self.chain_qualnames.get(id(value.func)) or "")
