@@ -569,6 +569,18 @@ def _in_annotation(node: ast.expr, parents: Parents) -> bool:
 _NO_SITE = -1
 
 
+def _chain_meaning(base: Resolution, attrs: list[str]) -> tuple[Resolution, str | None, bool]:
+    """What `name.a.b` means, `base` being what `name` means: the same answer as
+    `NameModel.resolve_chain`, without walking the chain again; its single qualified name; and
+    whether one of its meanings is an API worth a site (`API_ROOTS`)."""
+    resolution = base
+    if attrs:
+        suffix = "." + ".".join(attrs)
+        resolution = Resolution(tuple(q + suffix for q in base.qualnames), base.local)
+    worth_a_site = any(q.partition(".")[0] in API_ROOTS for q in resolution.qualnames)
+    return resolution, resolution.qualname, worth_a_site
+
+
 def torch_api(qualname: str) -> str:
     """The name classification reads a torch API by: functorch's as torch.func's."""
     if qualname.startswith("functorch"):
@@ -707,6 +719,11 @@ class _SiteFinder:
         # Only a name that some scope binds by an import or an alias can mean an import: the
         # rest (most reads) need no resolution.
         importing = model.importing_names
+        # What a chain of a name means (`torch.nn.functional`), by the name's meaning and the
+        # chain's attributes: its resolution, that resolution's single qualified name, and
+        # whether any of its meanings is an API worth a site. Derived from the name's meaning
+        # alone, so computed once a module however often it is read (`torch.Tensor`).
+        chains: dict[tuple[object, ...], tuple[Resolution, str | None, bool]] = {}
         for name, scope, guarded in model.loads:
             parent = parents.get(name)
             base = None
@@ -738,17 +755,15 @@ class _SiteFinder:
                 chain = parent
                 attrs.append(parent.attr)
                 parent = parents.get(chain)
-            # The same answer as `model.resolve_chain(chain, scope)`, without walking the chain
-            # again.
-            resolution = base
-            if attrs:
-                suffix = "." + ".".join(attrs)
-                resolution = Resolution(tuple(q + suffix for q in base.qualnames), base.local)
-            if resolution.qualname:
-                self.chain_qualnames[id(chain)] = resolution.qualname
-            if not any(q.partition(".")[0] in API_ROOTS for q in resolution.qualnames):
-                continue
-            self.add_reference(chain, parent, resolution, guarded, scope)
+            chain_key = (base, *attrs)
+            meaning = chains.get(chain_key)
+            if meaning is None:
+                meaning = chains[chain_key] = _chain_meaning(base, attrs)
+            resolution, qualname, worth_a_site = meaning
+            if qualname:
+                self.chain_qualnames[id(chain)] = qualname
+            if worth_a_site:
+                self.add_reference(chain, parent, resolution, guarded, scope)
 
     def add_reference(
         self,
