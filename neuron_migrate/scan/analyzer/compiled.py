@@ -54,7 +54,7 @@ def compiled_regions(
             regions.extend(_named_target(model, target, call.lineno))
     # `@torch.compile` without a call: a name chain whose parent is the function it decorates
     # (found from the loaded names, as walking the whole tree again costs a tenth of the scan).
-    for name, _, _ in model.loads:
+    for name in model.loads:
         node: ast.expr = name
         parent = model.parents.get(node)
         while isinstance(parent, ast.Attribute):

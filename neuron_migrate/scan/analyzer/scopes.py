@@ -235,8 +235,9 @@ class NameModel:
     ) -> None:
         self.module_scope = Scope("module", None)
         self.parents: Parents = {}
-        # Every loaded Name with the scope it is read in and whether it sits under a guard.
-        self.loads: list[tuple[ast.Name, Scope, bool]] = []
+        # Every loaded Name, in the walk's order, with the scope it is read in and whether it
+        # sits under a guard (by the node: what `binding_of` asks).
+        self.loads: dict[ast.Name, tuple[Scope, bool]] = {}
         self.imports: list[ImportRecord] = []
         # The names some scope binds by an import or an alias: only these can mean an import.
         self.importing_names: set[str] = set()
@@ -246,7 +247,6 @@ class NameModel:
         # every Call, and every Compare, Subscript, Assign and `arguments` node, with its guard.
         self.calls: list[tuple[ast.Call, bool]] = []
         self.idiom_nodes: list[tuple[ast.AST, bool]] = []
-        self._load_scopes: dict[int, Scope] | None = None  # by id of a loaded Name, on demand
         self._loads_by_name: dict[str, list[tuple[ast.Name, Scope]]] | None = None  # on demand
         # By (name, id of the scope binding it); `a = b; b = a` reads as local (None).
         self._meanings: Memo[Resolution | None] = Memo(cut=None)
@@ -260,17 +260,15 @@ class NameModel:
     def binding_of(self, name: ast.Name) -> tuple[Scope, list[Binding]] | None:
         """The scope a loaded name is bound in, and its bindings there (None: a builtin or an
         unknown name). For the few idioms that follow a variable to its value."""
-        if self._load_scopes is None:
-            self._load_scopes = {id(n): scope for n, scope, _ in self.loads}
-        scope = self._load_scopes.get(id(name))
-        owner = self.scope_binding(name.id, scope) if scope is not None else None
+        read = self.loads.get(name)
+        owner = self.scope_binding(name.id, read[0]) if read is not None else None
         return (owner, owner.bindings[name.id]) if owner is not None else None
 
     def loads_of(self, name: str, owner: Scope) -> list[ast.Name]:
         """Every read of `name` that sees its binding in `owner`."""
         if self._loads_by_name is None:
             self._loads_by_name = {}
-            for n, scope, _ in self.loads:
+            for n, (scope, _) in self.loads.items():
                 self._loads_by_name.setdefault(n.id, []).append((n, scope))
         return [
             n
@@ -382,7 +380,7 @@ class _Builder:
             # The commonest kinds first, with their children inline.
             if kind is Name:
                 if node.ctx.__class__ is Load:
-                    loads.append((node, scope, guarded))
+                    loads[node] = (scope, guarded)
                 else:
                     self._bind_target_name(node, scope, parents.get(node), guarded)
                 continue

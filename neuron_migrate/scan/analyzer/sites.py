@@ -53,6 +53,9 @@ _LITERAL_RECEIVERS = (
     ast.DictComp,
     ast.SetComp,
 )
+# Receivers of a method call that `find_chained_methods` leaves alone: name chains (the
+# reference search has them) and literals (no tensor).
+_NOT_CHAINED_RECEIVERS = (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS)
 _TORCH_AUTOCASTS = frozenset(
     {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
 )
@@ -724,7 +727,7 @@ class _SiteFinder:
         # whether any of its meanings is an API worth a site. Derived from the name's meaning
         # alone, so computed once a module however often it is read (`torch.Tensor`).
         chains: dict[tuple[object, ...], tuple[Resolution, str | None, bool]] = {}
-        for name, scope, guarded in model.loads:
+        for name, (scope, guarded) in model.loads.items():
             parent = parents.get(name)
             base = None
             if name.id in importing:
@@ -885,11 +888,6 @@ class _SiteFinder:
             return None
         return qualname or ast.unparse(dtype)
 
-    def _method_site(self, attribute: ast.Attribute, guarded: bool) -> None:
-        call = self.model.parents.get(attribute)
-        if isinstance(call, ast.Call) and call.func is attribute:
-            self._method_call(attribute, call, guarded)
-
     def _method_call(self, attribute: ast.Attribute, call: ast.Call, guarded: bool) -> None:
         """`x.sort()`, `self.w.double()`, `model(x).sum()`: maybe a Tensor method."""
         if self.methods is not None and not self.methods(attribute.attr):
@@ -905,13 +903,13 @@ class _SiteFinder:
     def find_chained_methods(self) -> None:
         """Methods on receivers that are not name chains: `model(x).sum()`, `a[0].double()`."""
         for node, guarded in self.model.calls:  # every Call, collected by the name model's walk
+            func = node.func
             if (
-                isinstance(node.func, ast.Attribute)
-                and not isinstance(node.func.value, (ast.Name, ast.Attribute, *_LITERAL_RECEIVERS))
-                and self._root_name(node.func.value) is None
-                and not self._makes_no_tensor(node.func.value)
+                isinstance(func, ast.Attribute)
+                and not isinstance(func.value, _NOT_CHAINED_RECEIVERS)
+                and not self._makes_no_tensor(func.value)
             ):
-                self._method_site(node.func, guarded)
+                self._method_call(func, node, guarded)
 
     def _makes_no_tensor(self, receiver: ast.expr) -> bool:
         """`np.array(x).median()`, `sorted(x).index(y)`: the receiver is the result of a call
@@ -923,12 +921,6 @@ class _SiteFinder:
             return qualname.partition(".")[0] in _NON_TENSOR_LIBRARIES
         func = receiver.func
         return isinstance(func, ast.Name) and func.id in _NON_TENSOR_BUILTINS
-
-    @staticmethod
-    def _root_name(expr: ast.expr) -> ast.Name | None:
-        while isinstance(expr, ast.Attribute):
-            expr = expr.value
-        return expr if isinstance(expr, ast.Name) else None
 
     # -- imports ------------------------------------------------------------------------------
 
