@@ -77,6 +77,29 @@ _EFFECT_METHODS = frozenset({"backward", "record_stream", "share_memory_", "reta
 _GRAPH_DEPENDENT = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 
 
+class _OpVerdict:
+    """A call's verdict from the ops it reaches (`_Classifier.add_op`), its site aside. (A
+    plain class: this module's annotations are strings, which a NamedTuple would evaluate.)"""
+
+    __slots__ = ("aten", "confidence", "evidence", "message", "rule", "status")
+
+    def __init__(
+        self,
+        status: str,
+        aten: tuple[str, ...],
+        confidence: str,
+        rule: Rule,
+        message: str,
+        evidence: str,
+    ) -> None:
+        self.status = status
+        self.aten = aten
+        self.confidence = confidence
+        self.rule = rule
+        self.message = message
+        self.evidence = evidence
+
+
 class FileClassification:
     __slots__ = ("findings", "unmapped_apis")
 
@@ -102,6 +125,9 @@ class _Classifier:
         self.xla_calls: dict[tuple[int, int, int, int], Site] = {}
         # The findings of imports under an availability guard, the source never reads.
         self.guarded_imports: list[int] = []
+        # Op verdicts by (API, ops, confidence, overload choice), shared by the context's
+        # classifications (`_op_verdicts`): a worker judges each such call once.
+        self.op_verdicts = _op_verdicts(ctx)
 
     def _normalised(self, line: int) -> str:
         """The line's text with its runs of whitespace as one space: what fingerprints hold."""
@@ -423,6 +449,30 @@ class _Classifier:
             return  # a host-side call (`torch.randperm(n)`, data built on the CPU): no device op
         if site.placement == "unknown":
             confidence = "low"  # its tensors may be on the host: the code cannot tell
+        key = (api, aten, confidence, choice)
+        verdict = self.op_verdicts.get(key)
+        if verdict is None:
+            verdict = self.op_verdicts[key] = self._op_verdict(api, aten, confidence, choice)
+        if site.compiled and verdict.status != "native":
+            self.add_in_graph(site, api, verdict.aten, verdict.status)
+            return
+        self.add(
+            site,
+            verdict.rule,
+            category="op",
+            status=verdict.status,
+            api=api,
+            message=verdict.message,
+            aten=verdict.aten,
+            confidence=verdict.confidence,
+            evidence=verdict.evidence,
+        )
+
+    def _op_verdict(
+        self, api: str, aten: tuple[str, ...], confidence: str, choice: Choice | None
+    ) -> _OpVerdict:
+        """What the matrix says of a call of `api` reaching `aten` (or the ops of `choice`):
+        the same for every such call, wherever it is."""
         matrix = self.ctx.matrix
         if choice is not None:
             aten = choice.ops
@@ -434,9 +484,6 @@ class _Classifier:
             statuses = [self._worst(ops) for _, ops in choice.others]
             status = min(statuses, key=lambda s: (-statuses.count(s), _STATUS_RANK.get(s, 0)))
             confidence = "low"
-        if site.compiled and status != "native":
-            self.add_in_graph(site, api, aten, status)
-            return
         if status == "native":
             detail = "native"
         else:
@@ -450,18 +497,15 @@ class _Classifier:
             lead = DEPENDS if choice.depends else "with inputs of other ranks"
             patterns = f"; {lead}: {named}"
         sources = sorted({v.source for v in verdicts if v.status == status})
-        self.add(
-            site,
+        return _OpVerdict(
+            status,
+            aten,
+            confidence,
             self.ctx.rules.for_analyzer(f"op-{status.replace('_', '-')}"),
-            category="op",
-            status=status,
-            api=api,
-            message=f"{api}: {detail} on torch-neuronx {matrix.version}{_sure(matrix, sources)}"
+            f"{api}: {detail} on torch-neuronx {matrix.version}{_sure(matrix, sources)}"
             + patterns
             + _by_dtype(matrix, aten),
-            aten=aten,
-            confidence=confidence,
-            evidence=matrix.surest(sources),
+            matrix.surest(sources),
         )
 
     def add_in_graph(self, site: Site, api: str, aten: tuple[str, ...], status: str) -> None:
@@ -601,6 +645,17 @@ def reference_verdict(ctx: Context, qualname: str) -> str:
 
 # Each context's verdicts, by qualified name: a worker judges each API once, not once a file.
 _VERDICTS: dict[int, tuple[Context, dict[str, str]]] = {}
+
+
+# Each context's op verdicts (`_Classifier.add_op`), kept as `_VERDICTS` keeps its verdicts.
+_OP_VERDICTS: dict[int, tuple[Context, dict[tuple[object, ...], _OpVerdict]]] = {}
+
+
+def _op_verdicts(ctx: Context) -> dict[tuple[object, ...], _OpVerdict]:
+    entry = _OP_VERDICTS.get(id(ctx))
+    if entry is None or entry[0] is not ctx:
+        entry = _OP_VERDICTS[id(ctx)] = (ctx, {})
+    return entry[1]
 
 
 def reference_verdicts(ctx: Context) -> Callable[[str], str]:
