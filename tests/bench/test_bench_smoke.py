@@ -159,3 +159,27 @@ def test_suite_time_prints_a_row_a_part_and_the_total() -> None:
     assert part == "tests/test_completion.py" and float(wall) >= 0 and float(cpu) >= 0
     assert "1 passed" in row, row  # the pytest run's own last line
     assert total.split()[0] == "total"
+
+
+def test_analysis_bound_prints_each_cost_and_the_skippable_shares(tmp_path: Path) -> None:
+    (tmp_path / "uses.py").write_text("import torch\n\ndef f(x):\n    return torch.zeros(3)\n")
+    # `g`'s body reads no imported name and calls no method the scan reports: skippable.
+    (tmp_path / "inert.py").write_text(
+        "import torch\n\nx = torch.ones(2)\n\ndef g(a, b):\n    c = a + b\n    return c\n"
+    )
+    done = _bench("analysis_bound.py", str(tmp_path), "--rounds", "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith("2 .py files, 2 past the prefilter"), lines[0]
+    costs = [line.split("  ")[0].strip() for line in lines[1:6]]
+    assert costs == [
+        "floor: ast.parse, every file",
+        "parse, prefiltered",
+        "+ bare walk",
+        "+ name model",
+        "analysis (analyze_source)",
+    ]
+    shares = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in lines[7:]}
+    by_body = float(shares["function bodies with nothing to find"].rstrip("%"))
+    by_statement = float(shares["simple statements with nothing to find"].rstrip("%"))
+    assert 0 < by_body < 100 and 0 < by_statement < 100, done.stdout
