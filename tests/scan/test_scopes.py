@@ -162,3 +162,58 @@ def test_an_availability_test_is_told_by_whole_words(test: str, guarded: bool) -
     sites = find_sites(f"if {test}:\n    import torch_xla.core.xla_model as xm\n")
     imported = next(s for s in sites if s.kind == "import")
     assert imported.guarded is guarded
+
+
+def test_each_read_is_in_the_scope_and_under_the_guard_python_gives_it() -> None:
+    # Where the walk enters and leaves a scope or a guard: what a definition evaluates outside
+    # its body (decorators, defaults, annotations), a lambda's defaults, a comprehension's first
+    # iterable, a class body, a guarded `if` and what follows it.
+    source = textwrap.dedent(
+        """
+        import torch
+        XLA_AVAILABLE = True
+
+        @torch.no_grad()
+        def f(torch=torch.zeros(1), *, n: torch.Tensor = None) -> torch.Tensor:
+            return torch
+        g = lambda torch=torch.ones(1): torch
+        squares = [torch for torch in torch.arange(3)]
+
+        class C:
+            torch = 1
+            t = torch
+            def m(self):
+                return torch
+
+        if XLA_AVAILABLE:
+            def h(torch=torch.eye(2)):
+                return torch
+            a = torch
+        b = torch
+        """
+    )
+    model = NameModel(ast.parse(source))
+    reads = {
+        (name.lineno, name.col_offset): (model.resolve_name("torch", scope), guarded)
+        for name, (scope, guarded) in model.loads.items()
+        if name.id == "torch"
+    }
+    the_import, local = ("torch",), ()
+    expected = {
+        (5, 1): (the_import, False),  # the decorator
+        (6, 12): (the_import, False),  # a default, beside the parameter it sets
+        (6, 34): (the_import, False),  # an annotation
+        (6, 58): (the_import, False),  # the return annotation
+        (7, 11): (local, False),  # the body: the parameter
+        (8, 17): (the_import, False),  # a lambda's default
+        (8, 32): (local, False),  # its body
+        (9, 11): (local, False),  # a comprehension's element: its variable
+        (9, 30): (the_import, False),  # its first iterable, outside it
+        (13, 8): (local, False),  # a class body: the class's binding
+        (15, 15): (the_import, False),  # a method: the class's scope is invisible
+        (18, 16): (the_import, True),  # a guarded default
+        (19, 15): (local, True),  # a guarded body
+        (20, 8): (the_import, True),  # after the definition, still under the guard
+        (21, 4): (the_import, False),  # after the `if`
+    }
+    assert {at: (r.qualnames if r else None, g) for at, (r, g) in reads.items()} == expected
