@@ -1503,6 +1503,8 @@ class _SiteFinder:
                     placer.runs_on(call)
                 continue
             placements.append((index, placer.runs_on(call)))
+            if skipped and not placer.order_free:
+                return None  # as it would be at the end: neither is ever undone
         if skipped and not placer.order_free:
             return None
         return placements
