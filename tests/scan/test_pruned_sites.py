@@ -269,3 +269,17 @@ def test_a_chain_too_deep_to_follow_places_every_call_in_turn(
     source += f"x{links - 2}.foo()\ny = x{links - 1}.sort()\n"
     _placements(context, source)
     assert calls == [True, False]
+
+
+def test_verdicts_are_kept_for_the_few_newest_contexts() -> None:
+    # A long-lived process (the language server, a scan server) may load many contexts in
+    # turn: the verdicts of each are kept only while it is among the newest few.
+    from neuron_migrate.scan.analyzer.classify import _CONTEXTS_KEPT, _per_context
+
+    caches: dict[int, tuple[Context, dict[object, object]]] = {}
+    contexts = [object() for _ in range(_CONTEXTS_KEPT + 2)]
+    for made in contexts:
+        _per_context(caches, made)["verdict"] = made  # type: ignore[arg-type]
+    assert len(caches) == _CONTEXTS_KEPT
+    assert _per_context(caches, contexts[-1]) == {"verdict": contexts[-1]}  # type: ignore[arg-type]
+    assert _per_context(caches, contexts[0]) == {}  # type: ignore[arg-type]  # dropped: afresh

@@ -644,26 +644,31 @@ def reference_verdict(ctx: Context, qualname: str) -> str:
 
 
 # Each context's verdicts, by qualified name: a worker judges each API once, not once a file.
-_VERDICTS: dict[int, tuple[Context, dict[str, str]]] = {}
+_VERDICTS: dict[int, tuple[Context, dict[Any, Any]]] = {}
+# Each context's op verdicts (`_Classifier.add_op`), by (API, ops, confidence, choice).
+_OP_VERDICTS: dict[int, tuple[Context, dict[Any, Any]]] = {}
+# The contexts whose verdicts are kept: as many as `context_for` keeps loaded.
+_CONTEXTS_KEPT = 4
 
 
-# Each context's op verdicts (`_Classifier.add_op`), kept as `_VERDICTS` keeps its verdicts.
-_OP_VERDICTS: dict[int, tuple[Context, dict[tuple[object, ...], _OpVerdict]]] = {}
+def _per_context(caches: dict[int, tuple[Context, dict[Any, Any]]], ctx: Context) -> dict[Any, Any]:
+    """`ctx`'s own cache among `caches` (by identity: a context holds its data as loaded); the
+    oldest context's is dropped past a few, as `context_for` drops the context."""
+    entry = caches.get(id(ctx))
+    if entry is None or entry[0] is not ctx:
+        while len(caches) >= _CONTEXTS_KEPT:
+            del caches[next(iter(caches))]
+        entry = caches[id(ctx)] = (ctx, {})
+    return entry[1]
 
 
 def _op_verdicts(ctx: Context) -> dict[tuple[object, ...], _OpVerdict]:
-    entry = _OP_VERDICTS.get(id(ctx))
-    if entry is None or entry[0] is not ctx:
-        entry = _OP_VERDICTS[id(ctx)] = (ctx, {})
-    return entry[1]
+    return _per_context(_OP_VERDICTS, ctx)
 
 
 def reference_verdicts(ctx: Context) -> Callable[[str], str]:
     """`reference_verdict` for `ctx`, each qualified name judged once in the process."""
-    entry = _VERDICTS.get(id(ctx))
-    if entry is None or entry[0] is not ctx:
-        entry = _VERDICTS[id(ctx)] = (ctx, {})
-    known = entry[1]
+    known: dict[str, str] = _per_context(_VERDICTS, ctx)
 
     def verdict(qualname: str) -> str:
         found = known.get(qualname)
