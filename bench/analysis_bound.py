@@ -16,7 +16,7 @@ of the tree (the hard-cases bench's floor, there in two workers, here in one):
 Then the share of the tree's nodes a lazy analysis could leave unvisited at best: the bodies of
 functions, or the simple statements, in which nothing can make a site -- no name an import or
 an alias binds, no import, `global` or `nonlocal`, no attribute named like a method the scan
-reports, no `:=` -- in modules whose text holds nothing an XLA idiom reads. The nodes are
+reports, no `:=` -- in modules the scan searches for no XLA idiom. The nodes are
 counted from the tree (an oracle: a real screen before the walk sees only text, and finds less).
 """
 
@@ -38,7 +38,7 @@ from neuron_migrate.project.discover import may_hold_findings
 from neuron_migrate.scan.analysis import analyze_source
 from neuron_migrate.scan.analyzer.classify import reported_method
 from neuron_migrate.scan.analyzer.scopes import NameModel, child_nodes
-from neuron_migrate.scan.analyzer.sites import _ENV_KEYWORDS, _IDIOM_STRINGS
+from neuron_migrate.scan.analyzer.sites import _SiteFinder
 from neuron_migrate.scan.scan_data import Context, context_for
 
 _SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Assert)
@@ -82,9 +82,10 @@ def skippable(texts: list[str], context: Context) -> tuple[int, int, int]:
         if tree is None:
             continue
         total += sum(1 for _ in ast.walk(tree))
-        if _IDIOM_STRINGS.search(text) or _ENV_KEYWORDS.search(text) or not text.isascii():
+        finder = _SiteFinder(text, tree)
+        if finder.may_hold_idioms():  # the idioms are searched for in every node there
             continue
-        model = NameModel(tree)
+        model = finder.model
         bound = set(model.importing_names)
         bound.update(r.alias.asname or r.alias.name.partition(".")[0] for r in model.imports)
 
