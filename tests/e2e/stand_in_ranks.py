@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.ports import free_port
@@ -23,3 +24,13 @@ def run_on_ranks(script: Path, *args: str, processes: int = 2) -> subprocess.Com
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
     argv += ["--master-port", str(free_port()), "--no-python", sys.executable, str(script), *args]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def run_with_helpers(script: Path, text: str, helpers: Sequence[str], *args: str) -> str:
+    """Write `text` to `script` with the migration's `helpers` in place of its line
+    `HELPERS`, run it on two ranks (`run_on_ranks`) and return what they printed; a rank that
+    fails fails the test."""
+    script.write_text(text.replace("HELPERS", "\n".join(helpers)))
+    done = run_on_ranks(script, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

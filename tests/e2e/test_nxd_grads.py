@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
-from tests.e2e.stand_in_ranks import run_on_ranks
+from tests.e2e.stand_in_ranks import run_with_helpers
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -121,17 +121,20 @@ def _run(tmp_path: Path, mode: str) -> dict[tuple[str, int], str]:
         nxd_grads_helpers.GRAD_NORM,
         nxd_grads_helpers.BUCKET_ALLREDUCE,
     ]
-    script = tmp_path / "grads.py"
-    script.write_text(SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    done = run_on_ranks(script, mode)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {(name, int(rank)): same for name, rank, same in LINE.findall(done.stdout)}
+    printed = run_with_helpers(tmp_path / "grads.py", SCRIPT, helpers, mode)
+    return {(name, int(rank)): same for name, rank, same in LINE.findall(printed)}
 
 
 def test_clipping_covers_the_full_parameters_as_nxds_did(tmp_path: Path) -> None:
     found = _run(tmp_path, "clip")
-    names = ("norm_is_nxds", "norm_is_full", "norm_is_plain", "clipped", "grads_are_nxds")
-    names += ("grad_norm_is_nxds",)
+    names = (
+        "norm_is_nxds",
+        "norm_is_full",
+        "norm_is_plain",
+        "clipped",
+        "grads_are_nxds",
+        "grad_norm_is_nxds",
+    )
     assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), found
     assert all(same == "True" for same in found.values()), found
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import nxd_grads_helpers, tp_helpers
-from tests.e2e.stand_in_ranks import run_on_ranks
+from tests.e2e.stand_in_ranks import run_with_helpers
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -89,12 +89,15 @@ def test_parallel_cross_entropy_helper_is_nxds_and_the_full_loss(tmp_path: Path)
         nxd_grads_helpers.PARALLEL_CROSS_ENTROPY_FUNCTION,
         nxd_grads_helpers.PARALLEL_CROSS_ENTROPY,
     ]
-    script = tmp_path / "loss.py"
-    script.write_text(SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    done = run_on_ranks(script)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = {(name, int(rank)): same for name, rank, same in LINE.findall(done.stdout)}
-    names = ("loss_is_nxds", "loss_is_full", "grad_is_nxds", "grad_is_full", "logits_left")
-    names += ("head_grad_is_full",)
-    assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), done.stdout
+    printed = run_with_helpers(tmp_path / "loss.py", SCRIPT, helpers)
+    found = {(name, int(rank)): same for name, rank, same in LINE.findall(printed)}
+    names = (
+        "loss_is_nxds",
+        "loss_is_full",
+        "grad_is_nxds",
+        "grad_is_full",
+        "logits_left",
+        "head_grad_is_full",
+    )
+    assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), printed
     assert all(same == "True" for same in found.values()), found

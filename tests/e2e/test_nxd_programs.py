@@ -129,6 +129,22 @@ def test_data_parallel_helpers_refuse_to_average_tensor_parallel_shards(tmp_path
     assert "DPLOSS" not in done.stdout, done.stdout
 
 
+def _two_data_parallel_groups(tree, program: Program) -> tuple[list[tuple[float, float]], str]:
+    """The migrated program on four ranks at tensor-parallel size 2: (loss, norm) by step, after
+    checking that ranks 0-1 and 2-3 say they are data-parallel ranks 0 and 1 of 2 and that every
+    rank printed the same; and what to show when they differ from what was wanted."""
+    done = _migrated_run(tree, program, 4)
+    said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, said
+    by_rank: dict[int, list[tuple[float, float]]] = {}
+    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(done.stdout):
+        assert (int(dp_rank), int(dp_size)) == (int(rank) // 2, 2), said
+        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
+    assert sorted(by_rank) == [0, 1, 2, 3], said
+    assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
+    return by_rank[0], said
+
+
 def test_replica_groups_reduce_over_each_data_parallel_group(tmp_path) -> None:
     """Data parallelism beside tensor parallelism above size 1, NxD's BERT example's shape: four
     ranks, tensor-parallel size 2, two data-parallel groups ([0, 2] and [1, 3]), the gradients
@@ -145,16 +161,8 @@ def test_replica_groups_reduce_over_each_data_parallel_group(tmp_path) -> None:
     alone = _migrated_run(tree, program, 1)
     assert alone.returncode == 0, alone.stderr[-3000:]
     want = [(loss, norm / 2) for loss, norm in _dp_steps(alone.stdout, 1)]
-    done = _migrated_run(tree, program, 4)
-    said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
-    assert done.returncode == 0, said
-    by_rank: dict[int, list[tuple[float, float]]] = {}
-    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(done.stdout):
-        assert (int(dp_rank), int(dp_size)) == (int(rank) // 2, 2), said
-        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
-    assert sorted(by_rank) == [0, 1, 2, 3], said
-    assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
-    _close(by_rank[0], want, said)
+    steps, said = _two_data_parallel_groups(tree, program)
+    _close(steps, want, said)
 
 
 def test_optimizer_step_over_replica_groups_steps_like_the_whole_batch(tmp_path) -> None:
@@ -175,13 +183,5 @@ def test_optimizer_step_over_replica_groups_steps_like_the_whole_batch(tmp_path)
     alone = _migrated_run(tree, program, 1)
     assert alone.returncode == 0, alone.stderr[-3000:]
     want = _dp_steps(alone.stdout, 1)
-    done = _migrated_run(tree, program, 4)
-    said = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
-    assert done.returncode == 0, said
-    by_rank: dict[int, list[tuple[float, float]]] = {}
-    for rank, dp_rank, dp_size, _step, loss, norm in DP_LINE.findall(done.stdout):
-        assert (int(dp_rank), int(dp_size)) == (int(rank) // 2, 2), said
-        by_rank.setdefault(int(rank), []).append((float(loss), float(norm)))
-    assert sorted(by_rank) == [0, 1, 2, 3], said
-    assert all(steps == by_rank[0] for steps in by_rank.values()), by_rank
-    _close(by_rank[0], want, said)
+    steps, said = _two_data_parallel_groups(tree, program)
+    _close(steps, want, said)

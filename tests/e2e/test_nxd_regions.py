@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.rewrite.codemod import tp_helpers
-from tests.e2e.stand_in_ranks import run_on_ranks
+from tests.e2e.stand_in_ranks import run_with_helpers
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -60,11 +60,8 @@ def test_each_region_helper_runs_nxds_collectives_forward_and_backward(tmp_path:
         tp_helpers.SCATTER_TO_REGION,
         tp_helpers.GATHER_FROM_REGION,
     ]
-    script = tmp_path / "regions.py"
-    script.write_text(SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    done = run_on_ranks(script)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = {(name, int(rank)): same for name, rank, same in LINE.findall(done.stdout)}
+    printed = run_with_helpers(tmp_path / "regions.py", SCRIPT, helpers)
+    found = {(name, int(rank)): same for name, rank, same in LINE.findall(printed)}
     names = ("copy", "reduce", "scatter", "gather")
-    assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), done.stdout
+    assert sorted(found) == sorted((n, r) for n in names for r in (0, 1)), printed
     assert all(same == "True" for same in found.values()), found

@@ -22,7 +22,7 @@ import re
 import pytest
 
 from neuron_migrate.rewrite.codemod import gqa_helpers, sp_helpers, tp_helpers
-from tests.e2e.stand_in_ranks import run_on_ranks
+from tests.e2e.stand_in_ranks import run_with_helpers
 from tests.e2e.test_migrated_programs import (
     Program,
     _migrate,
@@ -258,11 +258,8 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
     tp = ("DEVICE_MESH", "NXD_INIT", "COLUMN_PARALLEL", "ROW_PARALLEL", "REPLICATE_UNSHARDED")
     helpers = [getattr(tp_helpers, n) for n in tp] + [getattr(sp_helpers, n) for n in names]
     helpers.append(qkv)
-    script = tmp_path / "sequence_parallel.py"
-    script.write_text("import torch\n" + SCRIPT.replace("HELPERS", "\n".join(helpers)))
-    done = run_on_ranks(script)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = SP_LINE.findall(done.stdout)
+    printed = run_with_helpers(tmp_path / "sequence_parallel.py", SCRIPT, helpers)
+    found = SP_LINE.findall(printed)
     checks = {name for name, _, _ in found}
     regions = {
         f"{n}{d}" for n in ("scatter", "gather", "gather_split", "reduce_scatter") for d in (0, 1)
@@ -270,5 +267,5 @@ def test_sequence_parallel_helpers_run_nxds_collectives(tmp_path) -> None:
     params = {"norm_weight", "norm_bias", "marked_weight", "up_weight", "up_bias", "down_weight"}
     want = regions | {"block_output", "gqa_sp", "gqa_gathered", "strided_sp", "strided"}
     want |= {f"block_{p}" for p in params | {"down_bias"}}
-    assert checks == want and len(found) == 2 * len(want), done.stdout
-    assert all(ok == "True" for *_, ok in found), done.stdout
+    assert checks == want and len(found) == 2 * len(want), printed
+    assert all(ok == "True" for *_, ok in found), printed
