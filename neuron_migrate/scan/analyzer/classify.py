@@ -16,7 +16,14 @@ from neuron_migrate.scan.analyzer.availability import settled_guarded_imports
 from neuron_migrate.scan.analyzer.fixability import fix_blocker, follower_blocker, needed_by
 from neuron_migrate.scan.analyzer.meanings import settle_meanings
 from neuron_migrate.scan.analyzer.overloads import DEPENDS, Choice, choose
-from neuron_migrate.scan.analyzer.sites import REPORTED, UNMAPPED, UNREPORTED, Site, Span
+from neuron_migrate.scan.analyzer.sites import (
+    REPORTED,
+    UNMAPPED,
+    UNREPORTED,
+    Site,
+    Span,
+    torch_api,
+)
 from neuron_migrate.scan.findings import Finding, Fingerprints, bounded_snippet
 from neuron_migrate.scan.scan_data import Context
 
@@ -306,8 +313,7 @@ class _Classifier:
 
     def classify_torch(self, site: Site, qualname: str) -> None:
         ctx = self.ctx
-        if qualname.startswith("functorch"):
-            qualname = "torch.func" + qualname[len("functorch") :]
+        qualname = torch_api(qualname)
         advice = ctx.rules.for_reference(qualname)
         if advice is not None and advice.keeps:  # advice about a torch API itself (FSDP1)
             self.add(
