@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.exit_abort import run_twice_on_exit_abort
 from tests.ports import free_port
 
 STAND_IN = Path(__file__).resolve().parent / "cpu_xla"
@@ -16,14 +17,23 @@ _LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTHONUNBUFFERED")
 
 
 def run_on_ranks(script: Path, *args: str, processes: int = 2) -> subprocess.CompletedProcess[str]:
-    """`python script args...` on `processes` ranks. The workers run as plain, buffered python
-    (`--no-python`): torchrun's own `python -u` writes a print's text and its newline apart, and
-    another rank's line lands between them."""
+    """`python script args...` on `processes` ranks, once more where a rank aborted in its
+    teardown. The workers run as plain, buffered python (`--no-python`): torchrun's own
+    `python -u` writes a print's text and its newline apart, and another rank's line lands
+    between them."""
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARIABLES}
     env["PYTHONPATH"] = str(STAND_IN)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
-    argv += ["--master-port", str(free_port()), "--no-python", sys.executable, str(script), *args]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    def once() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
+        argv += ["--master-port", str(free_port()), "--no-python", sys.executable, str(script)]
+        argv += args
+        return subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+
+    # A finished gloo rank now and then aborts in interpreter teardown (tests/exit_abort.py).
+    return run_twice_on_exit_abort(once)
 
 
 def run_with_helpers(script: Path, text: str, helpers: Sequence[str], *args: str) -> str:
